@@ -1,0 +1,28 @@
+# The two commands of the README: `make demo` (set up, then run the main job end to end
+# on the embedded default) and `make test` (set up, then the test suite and the linter).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[lake,airflow,dev]"
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/probcep demo
+
+test: setup
+	$(VENV)/bin/ruff check src tests jobs dags benchmarks
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) benchmarks/engine_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

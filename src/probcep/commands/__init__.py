@@ -1,0 +1,1 @@
+"""Subcommands of the `probcep` command, one module each with `register(subparsers)`."""

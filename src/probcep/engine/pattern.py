@@ -1,0 +1,227 @@
+"""Pattern language (SEMANTICS §2): tokenizer and parser producing a small syntax tree.
+
+Patterns are tokenized first, then parsed by recursive descent; every error names the
+offending position so that a user can find it in a long pattern. Nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Upper bound on a repetition count: `p{m,n}` is expanded into copies of `p`, so an
+#: absurd bound would build an absurd automaton.
+MAX_REPEAT = 200
+
+
+class PatternError(ValueError):
+    """A pattern that cannot be used, with the 0-based position of the problem."""
+
+    def __init__(self, message: str, pattern: str, position: int):
+        self.pattern = pattern
+        self.position = position
+        pointer = " " * position + "^"
+        super().__init__(f"{message} at position {position}\n  {pattern}\n  {pointer}")
+
+
+# --- syntax tree -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    position: int
+
+
+@dataclass(frozen=True)
+class AnySymbol:
+    """`.`: any symbol of the domain."""
+
+
+@dataclass(frozen=True)
+class SymbolClass:
+    """`[a b]` (negated=False) or `[^a b]` (negated=True)."""
+
+    members: tuple[Symbol, ...]
+    negated: bool
+
+
+@dataclass(frozen=True)
+class Concat:
+    parts: tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class Alternation:
+    options: tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """`item{low,high}`; high is None for an unbounded upper end."""
+
+    item: object
+    low: int
+    high: int | None
+
+
+# --- tokenizer ---------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<brace>\{[^}]*\})
+  | (?P<punct>[()|+*?.\[\]^])
+    """,
+    re.VERBOSE,
+)
+_BRACE = re.compile(r"\{\s*(\d+)\s*(?:(,)\s*(\d*)\s*)?\}")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "ident", "brace", or the punctuation character itself
+    text: str
+    position: int
+
+
+def tokenize(pattern: str) -> list[Token]:
+    tokens: list[Token] = []
+    pos = 0
+    while pos < len(pattern):
+        m = _TOKEN.match(pattern, pos)
+        if m is None:
+            raise PatternError(f"unexpected character {pattern[pos]!r}", pattern, pos)
+        kind = m.lastgroup
+        if kind == "ident" or kind == "brace":
+            tokens.append(Token(kind, m.group(), pos))
+        elif kind == "punct":
+            tokens.append(Token(m.group(), m.group(), pos))
+        pos = m.end()
+    return tokens
+
+
+# --- parser ------------------------------------------------------------------------
+
+
+class _Parser:
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self.tokens = tokenize(pattern)
+        self.i = 0
+
+    def error(self, message: str, token: Token | None = None):
+        position = token.position if token else len(self.pattern)
+        raise PatternError(message, self.pattern, position)
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self) -> Token:
+        tok = self.tokens[self.i]
+        self.i += 1
+        return tok
+
+    def parse(self):
+        if not self.tokens:
+            self.error("empty pattern", None)
+        tree = self.alternation()
+        tok = self.peek()
+        if tok is not None:
+            self.error(f"unexpected {tok.text!r}", tok)
+        return tree
+
+    def alternation(self):
+        options = [self.concatenation()]
+        while (tok := self.peek()) is not None and tok.kind == "|":
+            self.take()
+            options.append(self.concatenation())
+        return options[0] if len(options) == 1 else Alternation(tuple(options))
+
+    def concatenation(self):
+        parts = []
+        while (tok := self.peek()) is not None and tok.kind not in ("|", ")"):
+            parts.append(self.repetition())
+        if not parts:
+            self.error("expected a symbol, '.', '[' or '('", self.peek())
+        return parts[0] if len(parts) == 1 else Concat(tuple(parts))
+
+    def repetition(self):
+        item = self.atom()
+        while (tok := self.peek()) is not None and tok.kind in ("+", "*", "?", "brace"):
+            self.take()
+            if tok.kind == "+":
+                item = Repeat(item, 1, None)
+            elif tok.kind == "*":
+                item = Repeat(item, 0, None)
+            elif tok.kind == "?":
+                item = Repeat(item, 0, 1)
+            else:
+                item = Repeat(item, *self.bounds(tok))
+        return item
+
+    def bounds(self, tok: Token) -> tuple[int, int | None]:
+        m = _BRACE.fullmatch(tok.text)
+        if m is None:
+            self.error(f"bad repetition {tok.text!r}, expected {{m}}, {{m,}} or {{m,n}}", tok)
+        low = int(m.group(1))
+        high: int | None
+        if m.group(2) is None:
+            high = low
+        else:
+            high = int(m.group(3)) if m.group(3) else None
+        if high is not None and high < low:
+            self.error(f"repetition {tok.text!r} has its upper bound below its lower bound", tok)
+        if max(low, high or 0) > MAX_REPEAT:
+            self.error(f"repetition {tok.text!r} exceeds the limit of {MAX_REPEAT}", tok)
+        return low, high
+
+    def atom(self):
+        tok = self.peek()
+        if tok is None:
+            self.error("pattern ends where a symbol, '.', '[' or '(' was expected", None)
+        if tok.kind == "ident":
+            self.take()
+            return Symbol(tok.text, tok.position)
+        if tok.kind == ".":
+            self.take()
+            return AnySymbol()
+        if tok.kind == "[":
+            return self.symbol_class()
+        if tok.kind == "(":
+            self.take()
+            inner = self.alternation()
+            close = self.peek()
+            if close is None or close.kind != ")":
+                self.error("missing ')' for the '(' opened here", tok)
+            self.take()
+            return inner
+        self.error(f"unexpected {tok.text!r}", tok)
+
+    def symbol_class(self):
+        opening = self.take()
+        negated = False
+        if (tok := self.peek()) is not None and tok.kind == "^":
+            self.take()
+            negated = True
+        members = []
+        while (tok := self.peek()) is not None and tok.kind == "ident":
+            self.take()
+            members.append(Symbol(tok.text, tok.position))
+        tok = self.peek()
+        if tok is None or tok.kind != "]":
+            if tok is None:
+                self.error("missing ']' for the '[' opened here", opening)
+            self.error(f"only symbol names may stand inside [...], found {tok.text!r}", tok)
+        if not members:
+            self.error("empty symbol class", opening)
+        self.take()
+        return SymbolClass(tuple(members), negated)
+
+
+def parse(pattern: str):
+    """Parse a pattern into its syntax tree; raises PatternError with a position."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a string, not {type(pattern).__name__}")
+    return _Parser(pattern).parse()

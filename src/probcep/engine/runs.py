@@ -1,0 +1,172 @@
+"""Run tracking: which intervals of the stream hold matches of M_θ (SEMANTICS §3).
+
+A *run* is a partial match: a start time, a DFA state, and either one path's
+probability (θ > 0: every path is its own run, so we can tell whether it reaches θ) or,
+for θ = 0, all paths from one start in one state merged into a count and the largest
+path probability (every positive path is in M_0, so only the count matters).
+
+Runs that can no longer produce a match (window exhausted, below θ, no way to accept)
+are dropped at once, so the smallest start among live runs says which groups are final.
+The hot loop is compiled with Numba; it stops early (status GROW) when the caller must
+enlarge its buffers, and is then called again from the row where it stopped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from probcep.engine.automaton import UNREACHABLE
+
+#: Counts saturate here instead of wrapping around (θ = 0 on long windows can have
+#: more matches than an int64 holds).
+COUNT_MAX = np.iinfo(np.int64).max
+DONE, GROW = 0, 1
+
+
+@njit(cache=True, nogil=True)
+def _sat_add(a, b):
+    return a + b if a <= COUNT_MAX - b else COUNT_MAX
+
+
+@njit(cache=True, nogil=True)
+def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, merge,
+            rq, rs, rc, rm, n, oq, os_, oc, om, slot, touched,
+            ev_t, ev_s, ev_c, ev_m, n_ev):
+    """Advance the runs over probs[row0:], recording per (end, start) the matches.
+
+    Returns (row reached, live runs, events, status). Runs stay ordered by start.
+    """
+    n_sym = probs.shape[1]
+    cap_runs = oq.shape[0]
+    cap_ev = ev_t.shape[0]
+    for r in range(row0, probs.shape[0]):
+        if (n + 1) * n_sym > cap_runs or n_ev + (n + 1) * n_sym > cap_ev:
+            return r, n, n_ev, GROW
+        t = t0 + r
+        m = 0
+        n_touched = 0
+        prev_s = -(2 ** 62)
+        for i in range(n + 1):
+            if i < n:
+                q, s, c, p = rq[i], rs[i], rc[i], rm[i]
+            else:
+                q, s, c, p = start, t, 1, 1.0
+            if merge and s != prev_s:
+                for k in range(n_touched):
+                    slot[touched[k]] = -1
+                n_touched = 0
+                prev_s = s
+            length = t - s + 1
+            for a in range(n_sym):
+                pa = probs[r, a]
+                if pa <= 0.0:
+                    continue
+                q2 = delta[q, a]
+                if q2 < 0:
+                    continue
+                p2 = p * pa
+                if p2 <= 0.0 or p2 < theta:
+                    continue
+                if accepting[q2]:
+                    if n_ev > 0 and ev_t[n_ev - 1] == t and ev_s[n_ev - 1] == s:
+                        ev_c[n_ev - 1] = _sat_add(ev_c[n_ev - 1], c)
+                        if p2 > ev_m[n_ev - 1]:
+                            ev_m[n_ev - 1] = p2
+                    else:
+                        ev_t[n_ev] = t
+                        ev_s[n_ev] = s
+                        ev_c[n_ev] = c
+                        ev_m[n_ev] = p2
+                        n_ev += 1
+                d = dist_next[q2]
+                if d >= UNREACHABLE or (window > 0 and length + d > window):
+                    continue
+                if merge:
+                    j = slot[q2]
+                    if j >= 0:
+                        oc[j] = _sat_add(oc[j], c)
+                        if p2 > om[j]:
+                            om[j] = p2
+                        continue
+                    slot[q2] = m
+                    touched[n_touched] = q2
+                    n_touched += 1
+                oq[m] = q2
+                os_[m] = s
+                oc[m] = c
+                om[m] = p2
+                m += 1
+        for k in range(n_touched):
+            slot[touched[k]] = -1
+        rq[:m] = oq[:m]
+        rs[:m] = os_[:m]
+        rc[:m] = oc[:m]
+        rm[:m] = om[:m]
+        n = m
+    return probs.shape[0], n, n_ev, DONE
+
+
+class RunTracker:
+    """Live runs of one stream, with growable buffers for the compiled loop."""
+
+    def __init__(self, dfa, threshold: float, window: int | None):
+        self.dfa = dfa
+        self.theta = float(threshold)
+        self.window = int(window or 0)
+        self.merge = self.theta == 0.0
+        self.q = np.zeros(64, np.int32)
+        self.s = np.zeros(64, np.int64)
+        self.c = np.zeros(64, np.int64)
+        self.m = np.zeros(64, np.float64)
+        self.n = 0
+
+    def min_start(self) -> int | None:
+        """Smallest start among live runs: no future match starts before it."""
+        return int(self.s[0]) if self.n else None
+
+    def advance(self, t0: int, probs: np.ndarray):
+        """Feed rows for times t0, t0+1, ...; returns match events (t, s, count, max)."""
+        dfa = self.dfa
+        n_sym = probs.shape[1]
+        cap_ev = max(64, 4 * len(probs))
+        ev = (np.empty(cap_ev, np.int64), np.empty(cap_ev, np.int64),
+              np.empty(cap_ev, np.int64), np.empty(cap_ev, np.float64))
+        n_ev = 0
+        slot = np.full(dfa.n_states, -1, np.int64)
+        touched = np.empty(dfa.n_states, np.int64)
+        row = 0
+        while True:
+            cap = len(self.q)
+            out = (np.empty(cap, np.int32), np.empty(cap, np.int64),
+                   np.empty(cap, np.int64), np.empty(cap, np.float64))
+            row, self.n, n_ev, status = advance(
+                probs, row, t0, dfa.delta, dfa.start, dfa.accepting, dfa.dist_next,
+                self.window, self.theta, self.merge,
+                self.q, self.s, self.c, self.m, self.n, *out, slot, touched, *ev, n_ev)
+            if status == DONE:
+                break
+            need = (self.n + 1) * n_sym
+            if need > cap:
+                self._grow(2 * need)
+            if n_ev + need > len(ev[0]):
+                size = 2 * (n_ev + need)
+                ev = tuple(np.resize(a, size) for a in ev)
+        return tuple(a[:n_ev].copy() for a in ev)
+
+    def _grow(self, size: int):
+        self.q, self.s, self.c, self.m = (np.resize(a, size) for a in (self.q, self.s, self.c, self.m))
+
+    def to_arrays(self) -> dict:
+        n = self.n
+        return {"run_q": self.q[:n].copy(), "run_s": self.s[:n].copy(),
+                "run_c": self.c[:n].copy(), "run_m": self.m[:n].copy()}
+
+    def load_arrays(self, arrays: dict):
+        n = len(arrays["run_q"])
+        self._grow(max(64, n))
+        self.q[:n] = arrays["run_q"]
+        self.s[:n] = arrays["run_s"]
+        self.c[:n] = arrays["run_c"]
+        self.m[:n] = arrays["run_m"]
+        self.n = n

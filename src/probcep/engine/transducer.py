@@ -1,0 +1,155 @@
+"""Exact group probability by a forward pass over a lazily built transducer.
+
+The seeds' transducer (001 §5, 000 §4) tracks which pattern states the runs of a world
+are in; its final state absorbs every world that contains a match. We build the same
+thing for any DFA and any window: a *composite* state is the set of live runs of one
+world, each kept as (DFA state, length so far). Of two runs in the same DFA state only
+the younger matters (same future, more window left), so a composite holds at most one
+run per DFA state, and runs that cannot accept inside the window are dropped.
+
+Three modes give the seeds' three transition matrices:
+  A (T^A): runs may start, acceptance is ignored   (complete overlap, before t_first)
+  T (T):   runs may start, acceptance is absorbed  (single overlap; t_first)
+  B (T^B): no new runs, acceptance is absorbed     (complete overlap, after t_first)
+
+Composite states and their transitions are created on first use and memoised, so only
+the part of the (possibly large) product that the data visits is ever built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from probcep.engine.automaton import UNREACHABLE, Dfa
+
+MODE_A, MODE_T, MODE_B = 0, 1, 2
+#: Composite id of the absorbing "the world contains a match" state.
+ACCEPT = 0
+#: Composite id of "no live runs".
+EMPTY = 1
+#: Table entry for a transition not built yet.
+UNKNOWN = -1
+
+
+@njit(cache=True, nogil=True)
+def _forward(table, probs, modes, row0, ids, vals, nvec, out_ids, out_vals, mark, accepted):
+    """Push the distribution over composites through probs[row0:].
+
+    Stops at the first row that needs a transition not in the table yet and returns
+    (row, nvec, accepted); the caller builds it and calls again.
+    """
+    n_sym = probs.shape[1]
+    for r in range(row0, probs.shape[0]):
+        mode = modes[r]
+        for i in range(nvec):
+            for a in range(n_sym):
+                if probs[r, a] > 0.0 and table[ids[i], a, mode] == UNKNOWN:
+                    return r, nvec, accepted
+        m = 0
+        for i in range(nvec):
+            src = ids[i]
+            v = vals[i]
+            for a in range(n_sym):
+                pa = probs[r, a]
+                if pa <= 0.0:
+                    continue
+                dst = table[src, a, mode]
+                if dst == ACCEPT:
+                    accepted += v * pa
+                    continue
+                if dst == EMPTY and mode == MODE_B:
+                    continue  # no run left and none may start: never accepts
+                j = mark[dst]
+                if j < 0:
+                    mark[dst] = m
+                    out_ids[m] = dst
+                    out_vals[m] = v * pa
+                    m += 1
+                else:
+                    out_vals[j] += v * pa
+        for i in range(m):
+            mark[out_ids[i]] = -1
+            ids[i] = out_ids[i]
+            vals[i] = out_vals[i]
+        nvec = m
+    return probs.shape[0], nvec, accepted
+
+
+class Transducer:
+    """Memoised composite-state transitions for one DFA and window."""
+
+    def __init__(self, dfa: Dfa, window: int | None):
+        self.dfa = dfa
+        self.window = int(window or 0)
+        self.keys: list[tuple | None] = [None, ()]
+        self.ids: dict[tuple, int] = {(): EMPTY}
+        self.table = np.full((64, len(dfa.domain), 3), UNKNOWN, np.int32)
+        self.table[ACCEPT] = ACCEPT
+
+    @property
+    def n_states(self) -> int:
+        return len(self.keys)
+
+    def _intern(self, key: tuple) -> int:
+        cid = self.ids.get(key)
+        if cid is None:
+            cid = len(self.keys)
+            self.ids[key] = cid
+            self.keys.append(key)
+            if cid >= len(self.table):
+                grown = np.full((2 * len(self.table),) + self.table.shape[1:], UNKNOWN, np.int32)
+                grown[: len(self.table)] = self.table
+                self.table = grown
+        return cid
+
+    def _step(self, key: tuple, a: int, mode: int) -> int:
+        dfa = self.dfa
+        runs = list(key)
+        if mode != MODE_B:
+            runs.append((dfa.start, 0))
+        live: dict[int, int] = {}
+        for q, length in runs:
+            q2 = int(dfa.delta[q, a])
+            if q2 < 0:
+                continue
+            length2 = length + 1 if self.window else 0
+            if mode != MODE_A and dfa.accepting[q2]:
+                return ACCEPT
+            d = int(dfa.dist_next[q2])
+            if d >= UNREACHABLE or (self.window and length2 + d > self.window):
+                continue
+            if q2 not in live or length2 < live[q2]:
+                live[q2] = length2
+        return self._intern(tuple(sorted(live.items())))
+
+    def build(self, cid: int, mode: int):
+        key = self.keys[cid]
+        targets = [self._step(key, a, mode) for a in range(len(self.dfa.domain))]
+        self.table[cid, :, mode] = targets
+
+    def accept_probability(self, probs: np.ndarray, modes: np.ndarray) -> float:
+        """Probability that a world over these rows reaches acceptance."""
+        probs = np.ascontiguousarray(probs, dtype=np.float64)
+        modes = np.ascontiguousarray(modes, dtype=np.int8)
+        size = max(16, self.n_states)
+        ids = np.zeros(size, np.int64)
+        vals = np.zeros(size, np.float64)
+        ids[0], vals[0], nvec = EMPTY, 1.0, 1
+        accepted = 0.0
+        row = 0
+        while row < len(probs):
+            size = max(len(ids), self.n_states * 1)
+            out_ids, out_vals = np.empty(size, np.int64), np.empty(size, np.float64)
+            mark = np.full(len(self.table), -1, np.int64)
+            row, nvec, accepted = _forward(self.table, probs, modes, row, ids, vals, nvec,
+                                           out_ids, out_vals, mark, accepted)
+            if row < len(probs):
+                mode = int(modes[row])
+                for i in range(nvec):
+                    if self.table[ids[i], 0, mode] == UNKNOWN:
+                        self.build(int(ids[i]), mode)
+                grow = self.n_states + 1
+                if grow > len(ids):
+                    ids, vals = np.resize(ids, 2 * grow), np.resize(vals, 2 * grow)
+        return accepted
