@@ -1,0 +1,25 @@
+"""Approximate complex event matching under a compute budget (SEMANTICS §7, seed 004).
+
+- `errors`: the k-error automaton (cost vectors of prefixes, least insertions);
+- `matcher`: ACEP (every match with at most k errors in a window, skip-till-any-match)
+  and RC-ACEP (the same under a budget of expansions per event);
+- `bundles`: match bundles;
+- `history`, `policies`: which partial matches to keep when the budget is short.
+"""
+
+from probcep.engine.approx.bundles import Bundle, BundleTracker, bundle_spans
+from probcep.engine.approx.errors import ErrorAutomaton, default_domain, pattern_symbols
+from probcep.engine.approx.history import History
+from probcep.engine.approx.matcher import ApproxMatcher, Budget, MatchClass, Stats
+from probcep.engine.approx.policies import (
+    HistoryPolicy,
+    OldestFirstShedding,
+    RandomShedding,
+    make_policy,
+)
+from probcep.engine.approx.run import StreamResult, run_stream
+
+__all__ = ["ApproxMatcher", "Budget", "Bundle", "BundleTracker", "ErrorAutomaton", "History",
+           "HistoryPolicy", "MatchClass", "OldestFirstShedding", "RandomShedding", "Stats",
+           "StreamResult", "bundle_spans", "default_domain", "make_policy", "pattern_symbols",
+           "run_stream"]

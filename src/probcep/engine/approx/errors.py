@@ -1,0 +1,154 @@
+"""k-error automaton: the pattern's DFA plus least-insertion costs (SEMANTICS §7).
+
+Inserting a symbol into a critical subsequence is a free choice of any DFA edge, so the
+least number of insertions between two DFA states is their shortest-path distance over
+the DFA's edges. A prefix σ of a candidate match is summarized by its *cost vector*:
+`c[q]` = least insertions after which σ leads the DFA into state `q` (capped at
+`k + 1` = `FAR`, meaning "more than `k`"). Two prefixes with the same cost vector have
+the same future: every extension gives both the same error. Vectors are interned as
+small integers (vector ids), and the transition `(vector id, symbol) -> vector id` is
+memoized, so the matcher's inner step is one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from probcep.engine.automaton import DEAD, Dfa, compile_pattern
+from probcep.engine.pattern import Symbol, parse
+
+#: Vector id meaning "no extension of this prefix is within k errors".
+NO_VECTOR = -1
+
+
+def pattern_symbols(pattern: str) -> tuple[str, ...]:
+    """Symbol names that a pattern mentions, in order of first appearance."""
+    names: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, Symbol):
+            if node.name not in names:
+                names.append(node.name)
+            return
+        for attr in ("members", "parts", "options"):
+            for child in getattr(node, attr, ()):
+                walk(child)
+        if hasattr(node, "item"):
+            walk(node.item)
+
+    walk(parse(pattern))
+    return tuple(names)
+
+
+def default_domain(pattern: str, observed) -> tuple[str, ...]:
+    """The pattern's symbols (in pattern order), then other observed symbols (sorted)."""
+    named = pattern_symbols(pattern)
+    extra = sorted({str(s) for s in observed} - set(named))
+    return named + tuple(extra)
+
+
+def insertion_distances(dfa: Dfa, cap: int) -> np.ndarray:
+    """`d[q, r]`: least number of symbols leading from `q` to `r` (0 on the diagonal).
+
+    Breadth-first search from every state over the DFA's edges; distances above `cap`
+    are stored as `cap`.
+    """
+    n = dfa.n_states
+    succ = [sorted({int(t) for t in dfa.delta[q] if t != DEAD}) for q in range(n)]
+    dist = np.full((n, n), cap, dtype=np.int64)
+    for src in range(n):
+        dist[src, src] = 0
+        frontier = [src]
+        depth = 0
+        while frontier and depth + 1 < cap:
+            depth += 1
+            nxt = []
+            for q in frontier:
+                for r in succ[q]:
+                    if dist[src, r] == cap:
+                        dist[src, r] = depth
+                        nxt.append(r)
+            frontier = nxt
+    return dist
+
+
+class ErrorAutomaton:
+    """Cost vectors of prefixes under at most `k` insertions, interned and memoized.
+
+    >>> ea = ErrorAutomaton.build("a ( b | c ) d b", 2, domain="abcde")
+    >>> v = ea.step(ea.step(ea.start, ea.index["a"]), ea.index["b"])
+    >>> ea.error(v)  # "a b" needs "d b" inserted
+    2
+    """
+
+    def __init__(self, dfa: Dfa, k: int):
+        if k < 0:
+            raise ValueError(f"max errors must be >= 0, got {k}")
+        self.dfa = dfa
+        self.k = k
+        self.far = k + 1
+        self.index = {name: i for i, name in enumerate(dfa.domain)}
+        self.dist = insertion_distances(dfa, self.far)
+        acc = np.flatnonzero(dfa.accepting)
+        self.to_accept = np.minimum(self.dist[:, acc].min(axis=1), self.far)
+        self._vectors: list[np.ndarray] = []
+        self._ids: dict[bytes, int] = {}
+        self._errors: list[int] = []
+        self._step: dict[tuple[int, int], int] = {}
+        self._live: list[frozenset[int] | None] = []
+        empty = np.full(dfa.n_states, self.far, dtype=np.int64)
+        empty[dfa.start] = 0
+        self.start = self._intern(empty)
+
+    @classmethod
+    def build(cls, pattern: str, k: int, domain) -> ErrorAutomaton:
+        return cls(compile_pattern(pattern, tuple(domain)), k)
+
+    @property
+    def n_vectors(self) -> int:
+        return len(self._vectors)
+
+    def vector(self, vid: int) -> np.ndarray:
+        return self._vectors[vid]
+
+    def error(self, vid: int) -> int:
+        """Least insertions that turn a prefix with this vector into a word (FAR if > k)."""
+        return self._errors[vid]
+
+    def step(self, vid: int, symbol: int) -> int:
+        """Vector id after consuming `symbol` (with insertions before it), or NO_VECTOR."""
+        key = (vid, symbol)
+        nxt = self._step.get(key)
+        if nxt is None:
+            nxt = self._step[key] = self._compute_step(vid, symbol)
+        return nxt
+
+    def live_symbols(self, vid: int) -> frozenset[int]:
+        """Symbols whose consumption keeps a prefix with this vector within k errors."""
+        live = self._live[vid]
+        if live is None:
+            live = frozenset(a for a in range(len(self.dfa.domain))
+                             if self.step(vid, a) != NO_VECTOR)
+            self._live[vid] = live
+        return live
+
+    def _compute_step(self, vid: int, symbol: int) -> int:
+        cost = self._vectors[vid]
+        reach = np.minimum((cost[:, None] + self.dist).min(axis=0), self.far)
+        targets = self.dfa.delta[:, symbol]
+        ok = (targets != DEAD) & (reach < self.far)
+        if not ok.any():
+            return NO_VECTOR
+        nxt = np.full(self.dfa.n_states, self.far, dtype=np.int64)
+        np.minimum.at(nxt, targets[ok], reach[ok])
+        return self._intern(nxt)
+
+    def _intern(self, cost: np.ndarray) -> int:
+        key = cost.tobytes()
+        vid = self._ids.get(key)
+        if vid is None:
+            vid = self._ids[key] = len(self._vectors)
+            self._vectors.append(cost)
+            self._errors.append(int(min((cost + self.to_accept).min(), self.far)))
+            self._live.append(None)
+        return vid

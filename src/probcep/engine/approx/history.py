@@ -1,0 +1,117 @@
+"""The history structure H of seed 004 (Definition 4), learned by reinforcement.
+
+Vertices are *match vectors* and *match bundles*. A match vector describes a match node
+at a moment: `(cost vector id, remaining-window bucket, time-since-last bucket)` — the
+seed's `(state, remaining w, err, time since last)`, where our cost vector stands for
+both state and error (see `errors.py`). Remaining window and time since the node last
+grew are cut into `n_buckets` equal slices of the window. Each match vector keeps
+
+- `visits`: how often a node with this vector was expanded;
+- `edges`: the match vectors its expansions led to, with counts (visit sequences);
+- `links`: the bundles its expansions completed a match in (ids unique per History);
+- `value`: the estimated chance that expanding such a node leads to a match, learned
+  by temporal-difference learning, TD(0): after an expansion the estimate moves towards
+  1 if the expansion completed a match, else towards `gamma` times the value of the
+  vector it produced. The step size is `1 / visits`, floored at `alpha_min`, so the
+  estimate is a running average while history is short and tracks drift afterwards.
+  This is the seed's online, low-overhead update of H (its Section 5), one update per
+  expansion;
+- a *match map*: the set of bundles reachable from the vector through `edges` and
+  `links`, as a bitmap (a Python int), recomputed every `refresh` updates so lookups
+  are one dictionary access. Only the latest `max_bundles` bundles are kept in the
+  maps, which bounds their size on a long stream.
+
+A History is tied to the ErrorAutomaton whose vector ids its keys use.
+"""
+
+from __future__ import annotations
+
+import copy
+
+Key = tuple[int, int, int]
+
+
+class History:
+    def __init__(self, window: int, *, n_buckets: int = 4, gamma: float = 0.9,
+                 alpha_min: float = 0.02, prior: float = 0.0, refresh: int = 5000,
+                 max_bundles: int = 1024):
+        if window < 1 or n_buckets < 1 or not 0 < gamma <= 1:
+            raise ValueError("History needs window >= 1, n_buckets >= 1, 0 < gamma <= 1")
+        self.window = window
+        self.n_buckets = n_buckets
+        self.gamma = gamma
+        self.alpha_min = alpha_min
+        self.prior = prior
+        self.refresh = refresh
+        self.max_bundles = max_bundles
+        self.visits: dict[Key, int] = {}
+        self.value: dict[Key, float] = {}
+        self.edges: dict[Key, dict[Key, int]] = {}
+        self.links: dict[Key, set[int]] = {}
+        self.n_bundles = 0
+        self._maps: dict[Key, int] = {}
+        self._since_refresh = 0
+
+    # --- match vectors ---------------------------------------------------------------
+
+    def key(self, vid: int, start_tag: int, last_tag: int, now: int) -> Key:
+        """The match vector of a node with cost vector `vid` at tag `now`."""
+        w, nb = self.window, self.n_buckets
+        remaining = max(1, w - (now - start_tag))
+        since = now - last_tag
+        return (vid, min(nb - 1, (remaining - 1) * nb // w), min(nb - 1, since * nb // w))
+
+    def value_of(self, key: Key) -> float:
+        return self.value.get(key, self.prior)
+
+    def match_map(self, key: Key) -> int:
+        return self._maps.get(key, 0)
+
+    # --- learning --------------------------------------------------------------------
+
+    def new_bundle(self) -> int:
+        """A fresh bundle id for the match map bits."""
+        self.n_bundles += 1
+        return self.n_bundles - 1
+
+    def update(self, key: Key, child: Key, bundle: int | None) -> None:
+        """One expansion: a node at `key` produced `child`; `bundle` id if it matched."""
+        visits = self.visits[key] = self.visits.get(key, 0) + 1
+        succ = self.edges.setdefault(key, {})
+        succ[child] = succ.get(child, 0) + 1
+        if bundle is not None:
+            self.links.setdefault(key, set()).add(bundle)
+            target = 1.0
+        else:
+            target = self.gamma * self.value_of(child)
+        alpha = max(1.0 / visits, self.alpha_min)
+        old = self.value_of(key)
+        self.value[key] = old + alpha * (target - old)
+        self._since_refresh += 1
+        if self._since_refresh >= self.refresh:
+            self.refresh_maps()
+
+    def refresh_maps(self) -> None:
+        """Recompute every match map: bundles reachable along edges, to a fixpoint."""
+        self._since_refresh = 0
+        oldest = max(0, self.n_bundles - self.max_bundles)
+        maps = {k: sum(1 << b for b in bs if b >= oldest) for k, bs in self.links.items()}
+        changed = True
+        while changed:
+            changed = False
+            for k, succ in self.edges.items():
+                m = maps.get(k, 0)
+                new = m
+                for s in succ:
+                    new |= maps.get(s, 0)
+                if new != m:
+                    maps[k] = new
+                    changed = True
+        self._maps = maps
+
+    def copy(self) -> History:
+        return copy.deepcopy(self)
+
+    def __repr__(self) -> str:
+        return (f"History({len(self.visits)} match vectors, {self.n_bundles} bundles, "
+                f"{sum(self.visits.values())} expansions)")

@@ -1,0 +1,44 @@
+"""Run a matcher over a whole stream of symbol names and collect what it found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from probcep.engine.approx.bundles import Bundle
+from probcep.engine.approx.errors import ErrorAutomaton
+from probcep.engine.approx.matcher import ApproxMatcher, Budget, MatchClass, Stats
+
+
+@dataclass
+class StreamResult:
+    stream_id: str
+    matches: list[MatchClass]
+    bundles: list[Bundle]
+    stats: Stats
+
+    @property
+    def n_matches(self) -> int:
+        return sum(m.count for m in self.matches)
+
+    def match_keys(self) -> set[tuple[int, int, int]]:
+        """(first event, last event, error) of every match class found."""
+        return {(m.start, m.position, m.errors) for m in self.matches}
+
+
+def run_stream(automaton: ErrorAutomaton, window: int, symbols, tags, *,
+               budget: Budget | None = None, policy=None, trace: bool = False,
+               stream_id: str = "") -> StreamResult:
+    """Match one stream given as parallel sequences of symbol names and integer tags."""
+    if len(symbols) != len(tags):
+        raise ValueError(f"{len(symbols)} symbols but {len(tags)} tags")
+    index = automaton.index
+    matcher = ApproxMatcher(automaton, window, budget=budget, policy=policy, trace=trace,
+                            stream_id=stream_id)
+    found: list[MatchClass] = []
+    for pos, (name, tag) in enumerate(zip(symbols, tags, strict=True)):
+        a = index.get(name)
+        if a is None:
+            raise ValueError(f"stream {stream_id!r}: event {pos} (tag {tag}): symbol {name!r} "
+                             f"is not in the domain {', '.join(automaton.dfa.domain)}")
+        found += matcher.feed(a, int(tag))
+    return StreamResult(stream_id, found, matcher.finish(), matcher.stats)
