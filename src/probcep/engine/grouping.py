@@ -21,8 +21,19 @@ import numpy as np
 
 from probcep.engine.automaton import Dfa, compile_pattern
 from probcep.engine.naive import naive_group_probability
-from probcep.engine.runs import COUNT_MAX, RunTracker
-from probcep.engine.transducer import MODE_A, MODE_B, MODE_T, Transducer
+from probcep.engine.overlap import (
+    COUNT,
+    END,
+    FIRST,
+    MAX_START,
+    NONE,
+    PREV,
+    START,
+    add_complete,
+    add_single,
+)
+from probcep.engine.runs import RunTracker
+from probcep.engine.transducer import Transducer
 
 POLICIES = ("single", "complete")
 METHODS = ("transducer", "naive")
@@ -72,12 +83,6 @@ class Group:
         return asdict(self)
 
 
-# An open group as a plain list, cheap to update and to serialise:
-# [t_start, t_first, t_end, n_matches, max_p, max_start, prev_end]
-_S, _F, _E, _N, _M, _MAXS, _PREV = range(7)
-_NONE = -(2 ** 62)  # "no previous end" in serialised state
-
-
 class StreamMatcher:
     """Matches, groups and group probabilities for one stream."""
 
@@ -88,8 +93,10 @@ class StreamMatcher:
         self.next_t: int | None = None  # the timestep the next block must start at
         self.rows = np.zeros((0, len(query.dfa.domain)))  # retained rows
         self.rows_t0 = 0  # time of rows[0]
-        self.open: list[list] = []
-        self.last_end: int | None = None  # latest end time of an M_θ match
+        self.open_i = np.zeros((16, 6), np.int64)  # open groups, see overlap.py
+        self.open_m = np.zeros(16)
+        self.n_open = 0
+        self.last_end = NONE  # latest end time of an M_θ match
 
     # --- feeding -------------------------------------------------------------------
 
@@ -119,79 +126,62 @@ class StreamMatcher:
         return groups
 
     def _add_events(self, ev_t, ev_s, ev_c, ev_m):
-        # Events are ordered by end time, then start; split them into per-end columns.
-        cuts = np.flatnonzero(np.diff(ev_t)) + 1
-        bounds = np.concatenate([[0], cuts, [len(ev_t)]])
-        add = self._add_single if self.query.policy == "single" else self._add_complete
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            add(int(ev_t[lo]), ev_s[lo:hi], ev_c[lo:hi], ev_m[lo:hi])
-
-    def _add_single(self, t, starts, counts, maxes):
-        first = int(starts[0])
-        group = [first, None, t, _total(counts), float(maxes.max()), 0, 0]
-        while self.open and self.open[-1][_E] >= first:  # overlaps: merge
-            prev = self.open.pop()
-            group[_S] = min(group[_S], prev[_S])
-            group[_N] = _sat(group[_N] + prev[_N])
-            group[_M] = max(group[_M], prev[_M])
-        self.open.append(group)
-
-    def _add_complete(self, t, starts, counts, maxes):
-        cum_n = np.cumsum(counts)  # prefix sums: matches with start <= f
-        cum_m = np.maximum.accumulate(maxes)
-        for g in self.open:
-            k = int(np.searchsorted(starts, g[_F], side="right"))
-            if k == 0:
-                continue
-            g[_S] = min(g[_S], int(starts[0]))
-            g[_E] = t
-            g[_N] = _sat(g[_N] + _prefix_count(cum_n, counts, k))
-            g[_M] = max(g[_M], float(cum_m[k - 1]))
-            g[_MAXS] = max(g[_MAXS], int(starts[k - 1]))
-        prev_end = _NONE if self.last_end is None else self.last_end
-        self.open.append([int(starts[0]), t, t, _total(counts), float(maxes.max()),
-                          int(starts[-1]), prev_end])
-        self.last_end = t
+        columns = int(np.count_nonzero(np.diff(ev_t))) + 1
+        need = self.n_open + columns
+        if need > len(self.open_i):
+            size = 2 * need
+            self.open_i = np.resize(self.open_i, (size, 6))
+            self.open_m = np.resize(self.open_m, size)
+        if self.query.policy == "single":
+            self.n_open = add_single(ev_t, ev_s, ev_c, ev_m, self.open_i, self.open_m,
+                                     self.n_open)
+        else:
+            self.n_open, self.last_end = add_complete(ev_t, ev_s, ev_c, ev_m, self.open_i,
+                                                      self.open_m, self.n_open, self.last_end)
 
     # --- emitting ------------------------------------------------------------------
 
     def _emit(self, final_before: int | None) -> list[Group]:
         """Emit open groups no future match can join (all of them if None)."""
-        key = _E if self.query.policy == "single" else _F
-        done = [g for g in self.open if final_before is None or g[key] < final_before]
-        self.open = [g for g in self.open if not (final_before is None or g[key] < final_before)]
+        complete = self.query.policy == "complete"
+        key = self.open_i[: self.n_open, FIRST if complete else END]  # ascending
+        k = self.n_open if final_before is None else int(np.searchsorted(key, final_before))
+        done_i, done_m = self.open_i[:k].copy(), self.open_m[:k].copy()
+        self.open_i[: self.n_open - k] = self.open_i[k: self.n_open]
+        self.open_m[: self.n_open - k] = self.open_m[k: self.n_open]
+        self.n_open -= k
+        if complete:  # C(f) inside C(prev) is not a group
+            keep = (done_i[:, PREV] == NONE) | (done_i[:, PREV] < done_i[:, MAX_START])
+            done_i, done_m = done_i[keep], done_m[keep]
         groups = []
-        for g in done:
-            if self.query.policy == "complete" and g[_PREV] != _NONE and g[_PREV] >= g[_MAXS]:
-                continue  # C(f) is a proper subset of C(prev_end): not a group
-            groups.append(Group(g[_S], g[_F], g[_E], self._probability(g), int(g[_N]), g[_M]))
+        if len(done_i):
+            probs = np.minimum(1.0, np.maximum(self._probabilities(done_i), done_m))
+            for g, p, mx in zip(done_i.tolist(), probs.tolist(), done_m.tolist()):
+                groups.append(Group(g[START], g[FIRST] if complete else None, g[END], p,
+                                    g[COUNT], mx))
         self._trim(final_before)
         return groups
 
-    def _probability(self, g) -> float:
-        lo, hi = g[_S] - self.rows_t0, g[_E] - self.rows_t0 + 1
-        rows = self.rows[lo:hi]
+    def _probabilities(self, done: np.ndarray) -> np.ndarray:
+        """P(g) for each group (clipped by the caller to [max P(m), 1] against rounding)."""
+        los = done[:, START] - self.rows_t0
+        his = done[:, END] - self.rows_t0 + 1
+        firsts = np.where(done[:, FIRST] == NONE, -1, done[:, FIRST] - self.rows_t0)
         q = self.query
-        first = None if g[_F] is None else g[_F] - g[_S]
-        if q.method == "naive":
-            p = naive_group_probability(q.dfa, rows, q.window, first)
-        else:
-            modes = np.full(len(rows), MODE_T, np.int8)
-            if first is not None:
-                modes[:first] = MODE_A
-                modes[first + 1:] = MODE_B
-            p = self.transducer.accept_probability(rows, modes)
-        # P(g) >= max P(m) and <= 1 hold exactly; keep float rounding from breaking them.
-        return min(1.0, max(p, g[_M]))
+        if q.method == "transducer":
+            return self.transducer.accept_probabilities(self.rows, los, his, firsts)
+        return np.array([
+            naive_group_probability(q.dfa, self.rows[lo:hi], q.window,
+                                    None if first < 0 else first - lo)
+            for lo, hi, first in zip(los, his, firsts)])
 
     def _trim(self, final_before: int | None):
         """Forget rows that no open group and no live run can reach."""
-        keep = [g[_S] for g in self.open]
-        if final_before is not None:
-            keep.append(final_before)
         if self.next_t is None:
             return
-        keep_from = min(keep) if keep else self.next_t
+        keep_from = self.next_t if final_before is None else final_before
+        if self.n_open:
+            keep_from = min(keep_from, int(self.open_i[: self.n_open, START].min()))
         drop = keep_from - self.rows_t0
         if drop > 0:
             self.rows = self.rows[drop:]
@@ -204,12 +194,9 @@ class StreamMatcher:
         header = {"format": STATE_FORMAT, "query": self.query.describe(),
                   "next_t": self.next_t, "rows_t0": self.rows_t0,
                   "last_end": self.last_end}
-        open_groups = np.array(
-            [[g[_S], _NONE if g[_F] is None else g[_F], g[_E], g[_N], g[_MAXS], g[_PREV]]
-             for g in self.open], dtype=np.int64).reshape(-1, 6)
         buf = io.BytesIO()
         np.savez(buf, header=np.array(json.dumps(header)), rows=self.rows,
-                 open_int=open_groups, open_max=np.array([g[_M] for g in self.open], float),
+                 open_i=self.open_i[: self.n_open], open_m=self.open_m[: self.n_open],
                  **self.runs.to_arrays())
         return buf.getvalue()
 
@@ -228,23 +215,9 @@ class StreamMatcher:
             m.rows_t0 = header["rows_t0"]
             m.last_end = header["last_end"]
             m.rows = arrays["rows"]
-            m.open = [[int(r[0]), None if r[1] == _NONE else int(r[1]), int(r[2]), int(r[3]),
-                       float(mx), int(r[4]), int(r[5])]
-                      for r, mx in zip(arrays["open_int"], arrays["open_max"])]
+            m.n_open = len(arrays["open_m"])
+            m.open_i = np.resize(arrays["open_i"], (max(16, m.n_open), 6))
+            m.open_m = np.resize(arrays["open_m"], max(16, m.n_open))
             m.runs.load_arrays({k: arrays[k] for k in ("run_q", "run_s", "run_c", "run_m")})
         return m
 
-
-def _sat(n: int) -> int:
-    return min(int(n), COUNT_MAX)
-
-
-def _total(counts: np.ndarray) -> int:
-    return _sat(sum(int(c) for c in counts))
-
-
-def _prefix_count(cum_n: np.ndarray, counts: np.ndarray, k: int) -> int:
-    """Sum of counts[:k], exact even where the int64 cumulative sum would wrap."""
-    if int(counts[:k].max()) > COUNT_MAX // k:  # the int64 prefix sum might wrap
-        return _total(counts[:k])
-    return int(cum_n[k - 1])

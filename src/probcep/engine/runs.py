@@ -155,7 +155,8 @@ class RunTracker:
         return tuple(a[:n_ev].copy() for a in ev)
 
     def _grow(self, size: int):
-        self.q, self.s, self.c, self.m = (np.resize(a, size) for a in (self.q, self.s, self.c, self.m))
+        arrays = (self.q, self.s, self.c, self.m)
+        self.q, self.s, self.c, self.m = (np.resize(a, size) for a in arrays)
 
     def to_arrays(self) -> dict:
         n = self.n

@@ -33,47 +33,60 @@ UNKNOWN = -1
 
 
 @njit(cache=True, nogil=True)
-def _forward(table, probs, modes, row0, ids, vals, nvec, out_ids, out_vals, mark, accepted):
-    """Push the distribution over composites through probs[row0:].
+def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accepted,
+             out_ids, out_vals, mark):
+    """Forward pass for groups g0, g1, ...: group g covers rows[los[g]:his[g]] and, when
+    firsts[g] >= 0, uses mode A before row firsts[g], T at it and B after (else T).
 
-    Stops at the first row that needs a transition not in the table yet and returns
-    (row, nvec, accepted); the caller builds it and calls again.
+    Resumes group g0 at row r0 with the given vector. Stops at the first transition not
+    in the table and returns (group, row, nvec, accepted); done when group == len(los).
     """
-    n_sym = probs.shape[1]
-    for r in range(row0, probs.shape[0]):
-        mode = modes[r]
-        for i in range(nvec):
-            for a in range(n_sym):
-                if probs[r, a] > 0.0 and table[ids[i], a, mode] == UNKNOWN:
-                    return r, nvec, accepted
-        m = 0
-        for i in range(nvec):
-            src = ids[i]
-            v = vals[i]
-            for a in range(n_sym):
-                pa = probs[r, a]
-                if pa <= 0.0:
-                    continue
-                dst = table[src, a, mode]
-                if dst == ACCEPT:
-                    accepted += v * pa
-                    continue
-                if dst == EMPTY and mode == MODE_B:
-                    continue  # no run left and none may start: never accepts
-                j = mark[dst]
-                if j < 0:
-                    mark[dst] = m
-                    out_ids[m] = dst
-                    out_vals[m] = v * pa
-                    m += 1
-                else:
-                    out_vals[j] += v * pa
-        for i in range(m):
-            mark[out_ids[i]] = -1
-            ids[i] = out_ids[i]
-            vals[i] = out_vals[i]
-        nvec = m
-    return probs.shape[0], nvec, accepted
+    n_sym = rows.shape[1]
+    for g in range(g0, los.shape[0]):
+        if g != g0:
+            r0 = los[g]
+            ids[0] = EMPTY
+            vals[0] = 1.0
+            nvec = 1
+            accepted = 0.0
+        first = firsts[g]
+        for r in range(r0, his[g]):
+            mode = MODE_T
+            if first >= 0:
+                mode = MODE_A if r < first else (MODE_T if r == first else MODE_B)
+            for i in range(nvec):
+                for a in range(n_sym):
+                    if rows[r, a] > 0.0 and table[ids[i], a, mode] == UNKNOWN:
+                        return g, r, nvec, accepted
+            m = 0
+            for i in range(nvec):
+                src = ids[i]
+                v = vals[i]
+                for a in range(n_sym):
+                    pa = rows[r, a]
+                    if pa <= 0.0:
+                        continue
+                    dst = table[src, a, mode]
+                    if dst == ACCEPT:
+                        accepted += v * pa
+                        continue
+                    if dst == EMPTY and mode == MODE_B:
+                        continue  # no run left and none may start: never accepts
+                    k = mark[dst]
+                    if k < 0:
+                        mark[dst] = m
+                        out_ids[m] = dst
+                        out_vals[m] = v * pa
+                        m += 1
+                    else:
+                        out_vals[k] += v * pa
+            for i in range(m):
+                mark[out_ids[i]] = -1
+                ids[i] = out_ids[i]
+                vals[i] = out_vals[i]
+            nvec = m
+        out[g] = accepted
+    return los.shape[0], 0, nvec, accepted
 
 
 class Transducer:
@@ -128,28 +141,27 @@ class Transducer:
         targets = [self._step(key, a, mode) for a in range(len(self.dfa.domain))]
         self.table[cid, :, mode] = targets
 
-    def accept_probability(self, probs: np.ndarray, modes: np.ndarray) -> float:
-        """Probability that a world over these rows reaches acceptance."""
-        probs = np.ascontiguousarray(probs, dtype=np.float64)
-        modes = np.ascontiguousarray(modes, dtype=np.int8)
-        size = max(16, self.n_states)
-        ids = np.zeros(size, np.int64)
-        vals = np.zeros(size, np.float64)
-        ids[0], vals[0], nvec = EMPTY, 1.0, 1
-        accepted = 0.0
-        row = 0
-        while row < len(probs):
-            size = max(len(ids), self.n_states * 1)
-            out_ids, out_vals = np.empty(size, np.int64), np.empty(size, np.float64)
+    def accept_probabilities(self, rows: np.ndarray, los, his, firsts) -> np.ndarray:
+        """For each group g, the probability that a world over rows[los[g]:his[g]] is
+        accepted; firsts[g] is the row of t_first for complete overlap, else -1."""
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+        los, his, firsts = (np.ascontiguousarray(a, dtype=np.int64) for a in (los, his, firsts))
+        out = np.zeros(len(los))
+        g, r, nvec, accepted = 0, (int(los[0]) if len(los) else 0), 1, 0.0
+        ids, vals = np.zeros(self.n_states, np.int64), np.zeros(self.n_states)
+        ids[0], vals[0] = EMPTY, 1.0
+        while g < len(los):
+            size = self.n_states
+            if len(ids) < size:
+                ids, vals = np.resize(ids, size), np.resize(vals, size)
+            out_ids, out_vals = np.empty(size, np.int64), np.empty(size)
             mark = np.full(len(self.table), -1, np.int64)
-            row, nvec, accepted = _forward(self.table, probs, modes, row, ids, vals, nvec,
-                                           out_ids, out_vals, mark, accepted)
-            if row < len(probs):
-                mode = int(modes[row])
-                for i in range(nvec):
-                    if self.table[ids[i], 0, mode] == UNKNOWN:
-                        self.build(int(ids[i]), mode)
-                grow = self.n_states + 1
-                if grow > len(ids):
-                    ids, vals = np.resize(ids, 2 * grow), np.resize(vals, 2 * grow)
-        return accepted
+            g, r, nvec, accepted = _forward(self.table, rows, los, his, firsts, out, g, r,
+                                            ids, vals, nvec, accepted, out_ids, out_vals, mark)
+            if g < len(los):  # build what the vector needs at row r, then resume
+                first = firsts[g]
+                mode = MODE_T if first < 0 or r == first else (MODE_A if r < first else MODE_B)
+                for cid in ids[:nvec]:
+                    if self.table[cid, 0, mode] == UNKNOWN:
+                        self.build(int(cid), mode)
+        return out

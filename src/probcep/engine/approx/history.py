@@ -3,23 +3,27 @@
 Vertices are *match vectors* and *match bundles*. A match vector describes a match node
 at a moment: `(cost vector id, remaining-window bucket, time-since-last bucket)` — the
 seed's `(state, remaining w, err, time since last)`, where our cost vector stands for
-both state and error (see `errors.py`). Remaining window and time since the node last
-grew are cut into `n_buckets` equal slices of the window. Each match vector keeps
+both state and error (see `errors.py`). The remaining window is taken when the node
+last grew (so it never changes while the node waits), the time since then when the node
+is looked at; both are cut into `n_buckets` equal slices of the window. Each match
+vector keeps
 
 - `visits`: how often a node with this vector was expanded;
 - `edges`: the match vectors its expansions led to, with counts (visit sequences);
 - `links`: the bundles its expansions completed a match in (ids unique per History);
-- `value`: the estimated chance that expanding such a node leads to a match, learned
-  by temporal-difference learning, TD(0): after an expansion the estimate moves towards
-  1 if the expansion completed a match, else towards `gamma` times the value of the
-  vector it produced. The step size is `1 / visits`, floored at `alpha_min`, so the
-  estimate is a running average while history is short and tracks drift afterwards.
-  This is the seed's online, low-overhead update of H (its Section 5), one update per
-  expansion;
 - a *match map*: the set of bundles reachable from the vector through `edges` and
   `links`, as a bitmap (a Python int), recomputed every `refresh` updates so lookups
   are one dictionary access. Only the latest `max_bundles` bundles are kept in the
   maps, which bounds their size on a long stream.
+
+and `value` estimates, per (cost vector, remaining-window bucket) — the part of the
+match vector that a node's creator already knows — the chance that expanding such a
+node leads to a match. It is learned by temporal-difference learning, TD(0): after an
+expansion the estimate moves towards 1 if the expansion completed a match, else towards
+`gamma` times the value of the node it produced. The step size is `1 / visits`, floored
+at `alpha_min`: a running average while history is short, tracking drift afterwards.
+This is the seed's online, low-overhead update of H by reinforcement learning (its
+Section 5): one update per expansion, during the budgeted run too.
 
 A History is tied to the ErrorAutomaton whose vector ids its keys use.
 """
@@ -45,7 +49,8 @@ class History:
         self.refresh = refresh
         self.max_bundles = max_bundles
         self.visits: dict[Key, int] = {}
-        self.value: dict[Key, float] = {}
+        self.value: dict[tuple[int, int], float] = {}
+        self.value_visits: dict[tuple[int, int], int] = {}
         self.edges: dict[Key, dict[Key, int]] = {}
         self.links: dict[Key, set[int]] = {}
         self.n_bundles = 0
@@ -57,12 +62,12 @@ class History:
     def key(self, vid: int, start_tag: int, last_tag: int, now: int) -> Key:
         """The match vector of a node with cost vector `vid` at tag `now`."""
         w, nb = self.window, self.n_buckets
-        remaining = max(1, w - (now - start_tag))
+        remaining = max(1, w - (last_tag - start_tag))
         since = now - last_tag
         return (vid, min(nb - 1, (remaining - 1) * nb // w), min(nb - 1, since * nb // w))
 
     def value_of(self, key: Key) -> float:
-        return self.value.get(key, self.prior)
+        return self.value.get(key[:2], self.prior)
 
     def match_map(self, key: Key) -> int:
         return self._maps.get(key, 0)
@@ -76,7 +81,7 @@ class History:
 
     def update(self, key: Key, child: Key, bundle: int | None) -> None:
         """One expansion: a node at `key` produced `child`; `bundle` id if it matched."""
-        visits = self.visits[key] = self.visits.get(key, 0) + 1
+        self.visits[key] = self.visits.get(key, 0) + 1
         succ = self.edges.setdefault(key, {})
         succ[child] = succ.get(child, 0) + 1
         if bundle is not None:
@@ -84,9 +89,10 @@ class History:
             target = 1.0
         else:
             target = self.gamma * self.value_of(child)
-        alpha = max(1.0 / visits, self.alpha_min)
-        old = self.value_of(key)
-        self.value[key] = old + alpha * (target - old)
+        vkey = key[:2]
+        n = self.value_visits[vkey] = self.value_visits.get(vkey, 0) + 1
+        old = self.value.get(vkey, self.prior)
+        self.value[vkey] = old + max(1.0 / n, self.alpha_min) * (target - old)
         self._since_refresh += 1
         if self._since_refresh >= self.refresh:
             self.refresh_maps()
