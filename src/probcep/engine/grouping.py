@@ -38,6 +38,8 @@ from probcep.engine.transducer import Transducer
 POLICIES = ("single", "complete")
 METHODS = ("transducer", "naive")
 STATE_FORMAT = "probcep-stream-state/1"
+#: Rows handed to the compiled loops at a time: bounds the event buffers, not results.
+CHUNK_ROWS = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,12 @@ class StreamMatcher:
             raise ValueError(f"stream continues at t={self.next_t}, block starts at t={t0}")
         if self.next_t is None:
             self.rows_t0 = t0
-        if len(probs) == 0:
-            return []
+        groups: list[Group] = []
+        for lo in range(0, len(probs), CHUNK_ROWS):  # bounded working memory
+            groups += self._feed_chunk(t0 + lo, probs[lo:lo + CHUNK_ROWS])
+        return groups
+
+    def _feed_chunk(self, t0: int, probs: np.ndarray) -> list[Group]:
         self.rows = np.concatenate([self.rows, probs]) if len(self.rows) else probs.copy()
         self.next_t = t0 + len(probs)
         ev_t, ev_s, ev_c, ev_m = self.runs.advance(t0, probs)

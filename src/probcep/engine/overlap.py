@@ -67,11 +67,20 @@ def add_complete(ev_t, ev_s, ev_c, ev_m, gi, gm, n_open, last_end):
         j = i
         while j < n and ev_t[j] == t:
             j += 1
-        # Groups are ordered by f and the column by start: one merge-like pass.
+        # Groups are ordered by f and the column by start: one merge-like pass over the
+        # groups with f >= the column's smallest start (found by bisection); earlier
+        # groups get nothing from this column.
+        lo, hi = 0, n_open
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if gi[mid, FIRST] < ev_s[i]:
+                lo = mid + 1
+            else:
+                hi = mid
         x = i
         count = 0
         best = 0.0
-        for g in range(n_open):
+        for g in range(lo, n_open):
             f = gi[g, FIRST]
             while x < j and ev_s[x] <= f:
                 count = _sat_add(count, ev_c[x])

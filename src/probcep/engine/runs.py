@@ -107,6 +107,13 @@ def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, 
     return probs.shape[0], n, n_ev, DONE
 
 
+def _grown(array: np.ndarray, size: int, used: int) -> np.ndarray:
+    """A larger buffer holding the first `used` entries of `array`."""
+    out = np.empty(size, array.dtype)
+    out[:used] = array[:used]
+    return out
+
+
 class RunTracker:
     """Live runs of one stream, with growable buffers for the compiled loop."""
 
@@ -150,13 +157,12 @@ class RunTracker:
             if need > cap:
                 self._grow(2 * need)
             if n_ev + need > len(ev[0]):
-                size = 2 * (n_ev + need)
-                ev = tuple(np.resize(a, size) for a in ev)
+                ev = tuple(_grown(a, 2 * (n_ev + need), n_ev) for a in ev)
         return tuple(a[:n_ev].copy() for a in ev)
 
     def _grow(self, size: int):
         arrays = (self.q, self.s, self.c, self.m)
-        self.q, self.s, self.c, self.m = (np.resize(a, size) for a in arrays)
+        self.q, self.s, self.c, self.m = (_grown(a, size, self.n) for a in arrays)
 
     def to_arrays(self) -> dict:
         n = self.n
@@ -165,6 +171,7 @@ class RunTracker:
 
     def load_arrays(self, arrays: dict):
         n = len(arrays["run_q"])
+        self.n = 0
         self._grow(max(64, n))
         self.q[:n] = arrays["run_q"]
         self.s[:n] = arrays["run_s"]

@@ -96,6 +96,9 @@ class ErrorAutomaton:
         self._errors: list[int] = []
         self._step: dict[tuple[int, int], int] = {}
         self._live: list[frozenset[int] | None] = []
+        self._need: list[int] = []
+        # Symbols from each state to acceptance, uncapped (0 for accepting states).
+        self.to_accept_full = np.where(dfa.accepting, 0, dfa.dist_next).astype(np.int64)
         empty = np.full(dfa.n_states, self.far, dtype=np.int64)
         empty[dfa.start] = 0
         self.start = self._intern(empty)
@@ -122,6 +125,14 @@ class ErrorAutomaton:
         if nxt is None:
             nxt = self._step[key] = self._compute_step(vid, symbol)
         return nxt
+
+    def need(self, vid: int) -> int:
+        """Least number of further events after which some extension has <= k errors.
+
+        From state `q`, reached with `c[q]` insertions, acceptance is `L(q)` symbols
+        away; at most `k - c[q]` of them may be inserted, the rest must be events.
+        """
+        return self._need[vid]
 
     def live_symbols(self, vid: int) -> frozenset[int]:
         """Symbols whose consumption keeps a prefix with this vector within k errors."""
@@ -151,4 +162,6 @@ class ErrorAutomaton:
             self._vectors.append(cost)
             self._errors.append(int(min((cost + self.to_accept).min(), self.far)))
             self._live.append(None)
+            ok = cost <= self.k
+            self._need.append(int((np.maximum(self.to_accept_full - (self.k - cost), 0))[ok].min()))
         return vid

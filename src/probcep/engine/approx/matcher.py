@@ -140,6 +140,7 @@ class ApproxMatcher:
         self.bundles = BundleTracker(window)
         self.stats = Stats()
         self._last_tag: int | None = None
+        self.symbol: int | None = None  # the event being processed, for policies
 
     # --- the event loop --------------------------------------------------------------
 
@@ -149,6 +150,7 @@ class ApproxMatcher:
         if self._last_tag is not None and tag < self._last_tag:
             raise ValueError(f"stream {self.stream_id!r}: tag {tag} after {self._last_tag}")
         self._last_tag = tag
+        self.symbol = symbol
         j = self.stats.events
         self.stats.events += 1
         self._expire(tag)
@@ -185,12 +187,14 @@ class ApproxMatcher:
         return out
 
     def _choose(self, candidates: list[Node], tag: int) -> list[Node]:
+        if self.policy is not None:
+            self.policy.tick(len(candidates), self)
         if self.budget is None:
             self.stats.work += len(candidates)
             return candidates
         units = self.budget.grant()
-        if len(candidates) > units:
-            chosen = self.policy.select(candidates, units, tag, self)
+        if len(candidates) > units or self.policy.declines:
+            chosen = self.policy.select(candidates, min(units, len(candidates)), tag, self)
             kept = {id(n) for n in chosen}
             for node in candidates:
                 if id(node) not in kept:

@@ -1,8 +1,11 @@
 """Which candidates to expand when the budget is short (RC-ACEP).
 
 A policy has `select(candidates, units, tag, matcher) -> chosen` (at most `units` of
-them; the matcher sheds the rest) and `learn(node, child_vid, bundle, tag, matcher)`,
-called after every expansion (a no-op for the baselines).
+them; the matcher sheds the rest), `tick(n_candidates, matcher)`, called once per event
+of a budgeted run, and `learn(node, child_vid, bundle, tag, matcher)`, called after
+every expansion (both no-ops for the baselines). A policy whose `declines` is true may
+expand fewer candidates than the credit allows, to save credit for better ones; the
+matcher then consults it at every event, not only when candidates exceed the credit.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ class RandomShedding:
     def select(self, candidates, units, tag, matcher):
         return self.rng.sample(candidates, units)
 
+    declines = False
+
+    def tick(self, n_candidates, matcher) -> None:
+        return None
+
     def learn(self, node, child_vid, bundle, tag, matcher) -> None:
         return None
 
@@ -34,6 +42,11 @@ class OldestFirstShedding:
 
     def select(self, candidates, units, tag, matcher):
         return sorted(candidates, key=lambda n: (-n.start, n.vid))[:units]
+
+    declines = False
+
+    def tick(self, n_candidates, matcher) -> None:
+        return None
 
     def learn(self, node, child_vid, bundle, tag, matcher) -> None:
         return None
@@ -58,14 +71,31 @@ class HistoryPolicy:
     nodes are expanded only with budget to spare, which costs match recall but rarely
     bundle recall.
 
+    Feasibility: a candidate is expanded only if the credit that can still arrive
+    before its window closes (credit now, less what this event already spent, plus the
+    budget per event times the events expected in the remaining window, from the event
+    rate history has seen) pays for this expansion and the least number of further ones
+    that any match through it needs (`ErrorAutomaton.need`). Budget is not spent on
+    partial matches that cannot be finished in time.
+
     With `learn_online` the policy keeps updating the history during the run.
     """
 
     name = "history"
 
-    def __init__(self, history: History, *, learn_online: bool = True):
+    def __init__(self, history: History, *, learn_online: bool = True,
+                 feasibility: bool = True):
         self.history = history
         self.learn_online = learn_online
+        self.feasibility = feasibility
+        self.declines = feasibility
+        self._matcher = None
+
+    def tick(self, n_candidates, matcher) -> None:
+        if self.learn_online:
+            fresh = matcher is not self._matcher
+            self._matcher = matcher
+            self.history.observe_event(n_candidates, matcher._last_tag, fresh)
 
     def select(self, candidates, units, tag, matcher):
         h = self.history
@@ -88,7 +118,25 @@ class HistoryPolicy:
                 tiers[0].append(n)
             else:
                 tiers[1].append(n)
-        return (tiers[0] + tiers[1] + tiers[2])[:units]
+        ranked = tiers[0] + tiers[1] + tiers[2]
+        if not self.feasibility or matcher.budget is None:
+            return ranked[:units]
+        return self._feasible(ranked, units, tag, matcher)
+
+    def _feasible(self, ranked, units, tag, matcher):
+        rate = self.history.events_per_tag()
+        budget, ea, window = matcher.budget, matcher.ea, matcher.window
+        chosen = []
+        for n in ranked:
+            if len(chosen) == units:
+                break
+            if rate is not None:
+                events_left = (window - (tag - n.start_tag)) * rate
+                credit = budget.credit - len(chosen) + budget.per_event * events_left
+                if 1 + ea.need(ea.step(n.vid, matcher.symbol)) > credit:
+                    continue
+            chosen.append(n)
+        return chosen
 
     def learn(self, node, child_vid, bundle, tag, matcher) -> None:
         if not self.learn_online:
