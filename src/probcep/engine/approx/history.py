@@ -30,9 +30,7 @@ A History is tied to the ErrorAutomaton whose vector ids its keys use.
 
 from __future__ import annotations
 
-import bisect
 import copy
-import itertools
 
 Key = tuple[int, int, int]
 
@@ -60,8 +58,6 @@ class History:
         self.candidates = 0
         self.tag_span = 0
         self._prev_tag: int | None = None
-        self._values_sorted: list[float] = []  # descending
-        self._weights_cum: list[int] = []
         self._maps: dict[Key, int] = {}
         self._since_refresh = 0
 
@@ -117,22 +113,9 @@ class History:
         """Events per unit of tag seen so far (None before a tag has moved on)."""
         return self.events / self.tag_span if self.tag_span else None
 
-    def value_threshold(self, fraction: float) -> float:
-        """The value reached by the best `fraction` of past expansions (as of refresh)."""
-        if not self._values_sorted or fraction >= 1:
-            return float("-inf")
-        wanted = fraction * self._weights_cum[-1]
-        i = bisect.bisect_left(self._weights_cum, wanted)
-        return self._values_sorted[min(i, len(self._values_sorted) - 1)]
-
     def refresh_maps(self) -> None:
-        """Recompute the match maps (bundles reachable along edges, to a fixpoint) and
-        the distribution of values that `value_threshold` reads."""
+        """Recompute every match map: bundles reachable along edges, to a fixpoint."""
         self._since_refresh = 0
-        ranked = sorted(((v, self.value_visits[k]) for k, v in self.value.items()),
-                        reverse=True)
-        self._values_sorted = [v for v, _ in ranked]
-        self._weights_cum = list(itertools.accumulate(n for _, n in ranked))
         oldest = max(0, self.n_bundles - self.max_bundles)
         maps = {k: sum(1 << b for b in bs if b >= oldest) for k, bs in self.links.items()}
         changed = True

@@ -165,6 +165,15 @@ class ApproxMatcher:
         return self.bundles.finish()
 
     @property
+    def tag(self) -> int | None:
+        """The tag of the event being (or last) processed."""
+        return self._last_tag
+
+    def is_seed(self, node: Node) -> bool:
+        """Whether a candidate is the seed: the current event alone, not yet a node."""
+        return node.start == self.stats.events - 1
+
+    @property
     def n_nodes(self) -> int:
         return sum(len(nodes) for nodes in self.by_start.values())
 
@@ -212,7 +221,7 @@ class ApproxMatcher:
         steps = []
         for node in chosen:
             vid = ea.step(node.vid, symbol)
-            is_seed = node.arrivals is None and node.start == j
+            is_seed = node.start == j
             child = children.get((node.start, vid))
             if child is None:
                 child = children[(node.start, vid)] = [node.start_tag, 0, []]

@@ -76,7 +76,10 @@ class HistoryPolicy:
     budget per event times the events expected in the remaining window, from the event
     rate history has seen) pays for this expansion and the least number of further ones
     that any match through it needs (`ErrorAutomaton.need`). Budget is not spent on
-    partial matches that cannot be finished in time.
+    partial matches that cannot be finished in time. A seed (a new partial match: the
+    event alone) must moreover find `seed_reserve` times its cost in credit already
+    there, so that a short budget carries started partial matches to the end instead
+    of starting new ones it cannot all finish.
 
     With `learn_online` the policy keeps updating the history during the run.
     """
@@ -84,10 +87,11 @@ class HistoryPolicy:
     name = "history"
 
     def __init__(self, history: History, *, learn_online: bool = True,
-                 feasibility: bool = True):
+                 feasibility: bool = True, seed_reserve: float = 0.5):
         self.history = history
         self.learn_online = learn_online
         self.feasibility = feasibility
+        self.seed_reserve = seed_reserve
         self.declines = feasibility
         self._matcher = None
 
@@ -95,7 +99,7 @@ class HistoryPolicy:
         if self.learn_online:
             fresh = matcher is not self._matcher
             self._matcher = matcher
-            self.history.observe_event(n_candidates, matcher._last_tag, fresh)
+            self.history.observe_event(n_candidates, matcher.tag, fresh)
 
     def select(self, candidates, units, tag, matcher):
         h = self.history
@@ -130,10 +134,14 @@ class HistoryPolicy:
         for n in ranked:
             if len(chosen) == units:
                 break
+            cost = 1 + ea.need(ea.step(n.vid, matcher.symbol))
+            left = budget.credit - len(chosen)
+            if matcher.is_seed(n):
+                if left < self.seed_reserve * cost:
+                    continue
             if rate is not None:
                 events_left = (window - (tag - n.start_tag)) * rate
-                credit = budget.credit - len(chosen) + budget.per_event * events_left
-                if 1 + ea.need(ea.step(n.vid, matcher.symbol)) > credit:
+                if cost > left + budget.per_event * events_left:
                     continue
             chosen.append(n)
         return chosen

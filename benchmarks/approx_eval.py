@@ -1,0 +1,179 @@
+"""Evaluation of RC-ACEP shedding policies (issue 6, item 3; seed 004, Section 6).
+
+For each stream kind (tweet-like letters with the buy-point pattern; most-likely-symbol
+sensor streams) a history is learned from an unbudgeted run over a training stream,
+then a separate test stream is matched without a budget (the reference) and with
+budgets of 5%, 10%, 25% and 50% of the reference's work, by the history policy and the
+two baselines (random shedding, averaged over seeds; oldest-first shedding). It prints
+bundle recall (reference bundles in which at least one match was found), match recall
+(distinct critical subsequences found / in the reference), the work units used and the
+wall-clock time, as a Markdown table, and draws the bundle recall as a PNG.
+
+    .venv/bin/python benchmarks/approx_eval.py [--quick] [--plot docs/approx_eval.png]
+
+Work units are node expansions, so every number here is reproducible; only the seconds
+vary. The sensor streams are generated here (`approx_streams.sensor_stream`): the
+sample data under `data/sample/` was not available when this was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from approx_streams import (  # noqa: E402
+    BUY_PATTERN,
+    SENSOR_PATTERN,
+    sensor_stream,
+    tweet_stream,
+)
+
+from probcep.engine.approx import (  # noqa: E402
+    Budget,
+    ErrorAutomaton,
+    History,
+    HistoryPolicy,
+    make_policy,
+    run_stream,
+)
+
+FRACTIONS = (0.05, 0.10, 0.25, 0.50)
+POLICIES = ("history", "random", "oldest")
+RANDOM_SEEDS = (0, 1, 2)
+#: Unused credit may be saved for this many events (a small input buffer).
+BURST = 10
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    pattern: str
+    k: int
+    window: int
+    train: list
+    test: list
+
+
+def kinds(quick: bool) -> list[Kind]:
+    n_tweets, n_steps = (800, 3000) if quick else (3000, 12000)
+    return [
+        Kind("tweets", BUY_PATTERN, 2, 14, tweet_stream(n_tweets, seed=101),
+             tweet_stream(n_tweets, seed=202)),
+        Kind("sensor", SENSOR_PATTERN, 1, 12, sensor_stream(n_steps, seed=101),
+             sensor_stream(n_steps, seed=202)),
+    ]
+
+
+def _split(events):
+    return [e[0] for e in events], [e[1] for e in events]
+
+
+def learn_history(kind: Kind, ea: ErrorAutomaton) -> History:
+    history = History(kind.window)
+    symbols, tags = _split(kind.train)
+    run_stream(ea, kind.window, symbols, tags, policy=HistoryPolicy(history))
+    history.refresh_maps()
+    return history
+
+
+def recalls(reference, result, window: int) -> tuple[float, float]:
+    firsts = [b.first_point for b in reference.bundles]
+    hit = set()
+    for m in result.matches:
+        i = bisect.bisect_right(firsts, m.match_point) - 1
+        assert i >= 0 and m.match_point <= reference.bundles[i].last_point
+        hit.add(i)
+    bundle_recall = len(hit) / len(reference.bundles) if reference.bundles else 1.0
+    match_recall = result.n_matches / reference.n_matches if reference.n_matches else 1.0
+    return bundle_recall, match_recall
+
+
+def evaluate(kind: Kind) -> list[dict]:
+    domain = sorted({e[0] for e in kind.train + kind.test})
+    from probcep.engine.approx import default_domain
+    ea = ErrorAutomaton.build(kind.pattern, kind.k, default_domain(kind.pattern, domain))
+    history = learn_history(kind, ea)
+    symbols, tags = _split(kind.test)
+    reference = run_stream(ea, kind.window, symbols, tags)
+    rows = [{"stream": kind.name, "policy": "unbudgeted", "fraction": 1.0,
+             "bundle_recall": 1.0, "match_recall": 1.0, "work": reference.stats.work,
+             "seconds": reference.stats.seconds, "events": len(symbols),
+             "bundles": len(reference.bundles), "matches": reference.n_matches}]
+    for fraction in FRACTIONS:
+        per_event = fraction * reference.stats.work / len(symbols)
+        for name in POLICIES:
+            seeds = RANDOM_SEEDS if name == "random" else (0,)
+            runs = []
+            for seed in seeds:
+                policy = make_policy(name, history=history.copy(), seed=seed)
+                result = run_stream(ea, kind.window, symbols, tags, policy=policy,
+                                    budget=Budget(per_event, BURST))
+                runs.append((*recalls(reference, result, kind.window), result.stats.work,
+                             result.stats.seconds))
+            rows.append({"stream": kind.name, "policy": name, "fraction": fraction,
+                         "bundle_recall": statistics.mean(r[0] for r in runs),
+                         "match_recall": statistics.mean(r[1] for r in runs),
+                         "work": round(statistics.mean(r[2] for r in runs)),
+                         "seconds": statistics.mean(r[3] for r in runs)})
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    print("| stream | budget | policy | bundle recall | match recall | work units | seconds |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        budget = "none" if r["policy"] == "unbudgeted" else f"{r['fraction']:.0%}"
+        print(f"| {r['stream']} | {budget} | {r['policy']} | {r['bundle_recall']:.3f} | "
+              f"{r['match_recall']:.4f} | {r['work']} | {r['seconds']:.2f} |")
+    for r in rows:
+        if r["policy"] == "unbudgeted":
+            print(f"\n{r['stream']}: {r['events']} events, {r['bundles']} bundles, "
+                  f"{r['matches']} matches, {r['work']} work units unbudgeted", end="")
+    print()
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    streams = list(dict.fromkeys(r["stream"] for r in rows))
+    fig, axes = plt.subplots(1, len(streams), figsize=(5 * len(streams), 3.6), sharey=True)
+    for ax, stream in zip(axes, streams, strict=True):
+        for name, marker in zip(POLICIES, "os^", strict=True):
+            pts = [(r["fraction"], r["bundle_recall"]) for r in rows
+                   if r["stream"] == stream and r["policy"] == name]
+            ax.plot([100 * p[0] for p in pts], [p[1] for p in pts], marker=marker, label=name)
+        ax.set_title(f"{stream} stream")
+        ax.set_xlabel("budget (% of unbudgeted work)")
+        ax.set_xticks([100 * f for f in FRACTIONS])
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("bundle recall")
+    axes[0].set_ylim(0, 1.02)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter streams")
+    parser.add_argument("--plot", type=Path, help="write the bundle-recall plot here (PNG)")
+    args = parser.parse_args(argv)
+    rows = [row for kind in kinds(args.quick) for row in evaluate(kind)]
+    print_table(rows)
+    if args.plot:
+        plot(rows, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
