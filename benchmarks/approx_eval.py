@@ -46,8 +46,6 @@ from probcep.engine.approx import (  # noqa: E402
 FRACTIONS = (0.05, 0.10, 0.25, 0.50)
 POLICIES = ("history", "random", "oldest")
 RANDOM_SEEDS = (0, 1, 2)
-#: Unused credit may be saved for this many events (a small input buffer).
-BURST = 10
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,7 @@ def evaluate(kind: Kind) -> list[dict]:
             for seed in seeds:
                 policy = make_policy(name, history=history.copy(), seed=seed)
                 result = run_stream(ea, kind.window, symbols, tags, policy=policy,
-                                    budget=Budget(per_event, BURST))
+                                    budget=Budget(per_event))
                 runs.append((*recalls(reference, result, kind.window), result.stats.work,
                              result.stats.seconds))
             rows.append({"stream": kind.name, "policy": name, "fraction": fraction,

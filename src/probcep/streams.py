@@ -39,11 +39,11 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise InputError(f"{path}: no such file")
     try:
         if suffix == ".csv":
-            return pd.read_csv(path, dtype={"stream_id": str})
+            return pd.read_csv(path, dtype={"stream_id": str}, float_precision="round_trip")
         if suffix == ".parquet":
             return pd.read_parquet(path)
         if suffix in (".jsonl", ".ndjson"):
-            return pd.read_json(path, lines=True, dtype={"stream_id": str})
+            return pd.read_json(path, lines=True, dtype={"stream_id": str}, precise_float=True)
     except (ValueError, OSError) as exc:
         raise InputError(f"{path}: cannot read as {suffix[1:]}: {exc}") from exc
     raise InputError(f"{path}: unsupported format {suffix!r} (use .csv, .parquet or .jsonl)")
@@ -67,7 +67,7 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
-                         f"t={frame['t'].iloc[i]!r} is not an integer")
+                         f"t={_plain(frame['t'].iloc[i])!r} is not an integer")
     frame = frame.assign(t=t.astype(np.int64)).sort_values(["stream_id", "t"], kind="stable")
     probs = _probabilities(frame, domain, source)
     streams = frame["stream_id"].to_numpy()
@@ -99,17 +99,22 @@ def _probabilities(frame: pd.DataFrame, domain, source: str) -> np.ndarray:
     if np.isnan(values).any():
         raise InputError(where(np.isnan(values),
                                lambda r, c: f"probability of {domain[c]!r} is missing or "
-                                            f"not a number ({frame[domain[c]].iloc[r]!r})"))
+                                            f"not a number ({_plain(frame[domain[c]].iloc[r])!r})"))
     outside = (values < 0) | (values > 1)
     if outside.any():
         raise InputError(where(outside, lambda r, c: f"probability of {domain[c]!r} is "
-                                                     f"{values[r, c]!r}, outside [0, 1]"))
+                                                     f"{float(values[r, c])!r}, outside [0, 1]"))
     sums = values.sum(axis=1)
     off = np.abs(sums - 1.0) > SUM_TOLERANCE
     if off.any():
         raise InputError(where(off[:, None] & np.ones_like(values, bool),
-                               lambda r, c: f"probabilities sum to {sums[r]!r}, not 1"))
+                               lambda r, c: f"probabilities sum to {float(sums[r])!r}, not 1"))
     return values
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds, for readable messages."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def read_blocks(path: str | Path):

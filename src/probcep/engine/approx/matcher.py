@@ -83,14 +83,19 @@ class MatchClass:
                 yield prefix + (self.position,)
 
 
+#: Unused credit is kept for this many events' worth of budget (a small input buffer).
+DEFAULT_BURST = 10.0
+
+
 class Budget:
     """`per_event` work units of credit per event; unused credit is kept up to a cap.
 
     The cap is `burst` events' worth of credit (at least one unit), so a budget below
-    one unit per event still expands a node every few events.
+    one unit per event still expands a node every few events; `burst=1` makes the
+    budget strictly per event.
     """
 
-    def __init__(self, per_event: float, burst: float = 1.0):
+    def __init__(self, per_event: float, burst: float = DEFAULT_BURST):
         if per_event < 0 or burst < 1:
             raise ValueError(f"budget needs per_event >= 0 and burst >= 1, got "
                              f"{per_event!r}, {burst!r}")
