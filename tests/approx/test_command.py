@@ -1,0 +1,104 @@
+"""`probcep approx` end to end: formats, Example 2, budgets, bundles and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from probcep.cli import main
+
+EXAMPLE_2 = "a1 e2 e3 b4 c5 e6 a7 e8 e9 c10 d11 a12 e13 b14 d15".split()
+
+
+def _frame(stream_id="s", events=EXAMPLE_2):
+    return pd.DataFrame({"stream_id": stream_id, "tag": [int(e[1:]) for e in events],
+                         "symbol": [e[0] for e in events]})
+
+
+def _run(capsys, *argv):
+    assert main(["approx", *map(str, argv)]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
+def test_example_2_in_every_format(tmp_path, capsys, suffix):
+    path = tmp_path / f"events.{suffix}"
+    frame = _frame()
+    if suffix == "csv":
+        frame.to_csv(path, index=False)
+    elif suffix == "parquet":
+        frame.to_parquet(path)
+    else:
+        frame.to_json(path, orient="records", lines=True)
+    rows = _run(capsys, "--pattern", "a ( b | c ) d b", "--max-errors", 2, "--window", 5,
+                "--bundles", path)
+    matches = {tuple(r["tags"]): r for r in rows if r["type"] == "match"}
+    assert matches[(1, 4)]["errors"] == 2 and matches[(1, 4)]["symbols"] == ["a", "b"]
+    assert matches[(10, 11, 14)]["errors"] == 1
+    assert matches[(10, 11, 14)]["match_point"] == 14
+    assert matches[(10, 11, 14)]["positions"] == [9, 10, 13]
+    bundles = [r for r in rows if r["type"] == "bundle"]
+    assert [(b["first_match_point"], b["last_match_point"]) for b in bundles] == [(4, 15)]
+    assert bundles[0]["n_matches"] == len(matches)
+
+
+def test_streams_never_mix_and_rows_may_come_unsorted(tmp_path, capsys):
+    # "a" of stream x and "b" of stream y would match "a b" if streams were mixed.
+    frame = pd.DataFrame({"stream_id": ["y", "x", "x"], "tag": [2, 3, 1],
+                          "symbol": ["b", "b", "a"]})
+    path = tmp_path / "e.csv"
+    frame.to_csv(path, index=False)
+    rows = _run(capsys, "--pattern", "a b", "--max-errors", 0, "--window", 10, path)
+    assert [(r["stream_id"], r["tags"]) for r in rows] == [("x", [1, 3])]
+
+
+def test_budget_finds_a_subset_and_reports_stats(tmp_path, capsys):
+    events = [f"{'abcd'[i % 4]}{i + 1}" for i in range(40)]
+    path = tmp_path / "e.csv"
+    _frame(events=events).to_csv(path, index=False)
+    args = ["--pattern", "a b+ c d", "--max-errors", 1, "--window", 8]
+    full = {tuple(r["positions"]) for r in _run(capsys, *args, path)}
+    for policy in ("history", "random", "oldest"):
+        assert main(["approx", *map(str, args), "--budget", "1", "--policy", policy,
+                     "--train", str(path), "--stats", str(path)]) == 0
+        out = capsys.readouterr()
+        some = {tuple(json.loads(line)["positions"]) for line in out.out.splitlines()}
+        assert some < full
+        stats = json.loads(out.err.splitlines()[0])
+        assert stats["work"] <= 40 and stats["work"] + stats["shed"] == stats["candidates"]
+
+
+def test_domain_option_and_its_errors(tmp_path, capsys):
+    path = tmp_path / "e.csv"
+    _frame().to_csv(path, index=False)
+    base = ["approx", "--pattern", "a . b", "--max-errors", "0", "--window", "20"]
+    assert main([*base, "--domain", "a,b", str(path)]) == 2
+    assert "symbol 'e' is not in the domain" in capsys.readouterr().err
+    rows = _run(capsys, *base[1:], "--domain", "a,b,c,d,e", path)
+    assert {tuple(r["symbols"]) for r in rows} >= {("a", "e", "b"), ("a", "d", "b")}
+
+
+@pytest.mark.parametrize("frame, message", [
+    (pd.DataFrame({"stream_id": ["s"], "symbol": ["a"]}), "missing column(s) tag"),
+    (pd.DataFrame({"stream_id": ["s"], "tag": [1.5], "symbol": ["a"]}), "not an integer"),
+    (pd.DataFrame({"stream_id": ["s"], "tag": [1], "symbol": [None]}), "symbol is missing"),
+])
+def test_bad_input_is_reported(tmp_path, capsys, frame, message):
+    path = tmp_path / "e.csv"
+    frame.to_csv(path, index=False)
+    assert main(["approx", "--pattern", "a", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_pattern_and_too_many_matches(tmp_path, capsys):
+    path = tmp_path / "e.csv"
+    _frame().to_csv(path, index=False)
+    assert main(["approx", "--pattern", "a (", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 2
+    assert "position" in capsys.readouterr().err
+    assert main(["approx", "--pattern", "a ( b | c ) d b", "--max-errors", "2",
+                 "--window", "5", "--max-matches", "5", str(path)]) == 2
+    assert "more than 5 matches" in capsys.readouterr().err
