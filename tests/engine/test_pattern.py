@@ -1,0 +1,91 @@
+"""The pattern language table (SEMANTICS §2) and engine objects' contracts."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from probcep.engine import PatternError, Query, StreamMatcher, compile_pattern
+
+DOMAIN = ("Door", "Room", "Hall", "x")
+
+
+@pytest.mark.parametrize("pattern,accepted,rejected", [
+    ("Door", ["Door"], ["Room", "Door Door"]),
+    ("Door Room", ["Door Room"], ["Door", "Room Door"]),
+    ("Door | Room", ["Door", "Room"], ["Hall", "Door Room"]),
+    ("( Door | Room ) Hall", ["Door Hall", "Room Hall"], ["Hall", "Door Room Hall"]),
+    ("Door Room+ Door", ["Door Room Door", "Door Room Room Room Door"], ["Door Door"]),
+    ("Door Room* Door", ["Door Door", "Door Room Door"], ["Door Room"]),
+    ("Door Room? Door", ["Door Door", "Door Room Door"], ["Door Room Room Door"]),
+    ("Room{3}", ["Room Room Room"], ["Room Room", "Room Room Room Room"]),
+    ("Room{2,}", ["Room Room", "Room Room Room Room"], ["Room"]),
+    ("Room{1,2} Door", ["Room Door", "Room Room Door"], ["Door", "Room Room Room Door"]),
+    (". Door", ["Hall Door", "x Door", "Door Door"], ["Door", "Door Hall"]),
+    ("[Door Room]+", ["Door", "Room Door Room"], ["Hall", "Door Hall"]),
+    ("[^Door Room] x", ["Hall x", "x x"], ["Door x", "Room x"]),
+    ("Door{0} Room", ["Room"], ["Door Room"]),
+])
+def test_language(pattern, accepted, rejected):
+    dfa = compile_pattern(pattern, DOMAIN)
+    for text in accepted:
+        assert dfa.accepts(text.split()), text
+    for text in rejected:
+        assert not dfa.accepts(text.split()), text
+
+
+def test_dfa_is_minimal_for_the_seed_pattern():
+    dfa = compile_pattern("a b+ c", "abcd")
+    assert dfa.n_states == 4 and dfa.min_length() == 3
+
+
+@pytest.mark.parametrize("pattern,position,message", [
+    ("Door Room+ Dor", 11, "unknown symbol 'Dor'"),
+    ("Door ) Room", 5, "unexpected ')'"),
+    ("Door Room{2,1}", 9, "upper bound below"),
+    ("Door Room{999}", 9, "exceeds the limit"),
+    ("Door Room{a}", 9, "bad repetition"),
+    ("Room*", 0, "empty sequence"),
+    ("[^Door Room Hall x]", 0, "never match"),
+    ("[ ]", 0, "empty symbol class"),
+    ("[Door . Room]", 6, "only symbol names"),
+    ("", 0, "empty pattern"),
+    ("Door +", 5, None),
+    ("+ Door", 0, "unexpected '+'"),
+    ("Door ||", 6, "expected a symbol"),
+])
+def test_errors_name_the_position(pattern, position, message):
+    if message is None:
+        compile_pattern(pattern, DOMAIN)  # a quantifier may follow whitespace
+        return
+    with pytest.raises(PatternError) as err:
+        compile_pattern(pattern, DOMAIN)
+    assert err.value.position == position
+    assert message in str(err.value)
+
+
+def test_patterns_are_never_evaluated():
+    with pytest.raises(PatternError):
+        compile_pattern("__import__('os')", DOMAIN)
+
+
+def test_query_validates_its_options():
+    dfa = compile_pattern("Door", DOMAIN)
+    for bad in ({"policy": "both"}, {"threshold": 1.5}, {"window": 0}, {"method": "fast"}):
+        with pytest.raises(ValueError):
+            Query(dfa, **bad)
+
+
+def test_matcher_pickles_mid_stream():
+    """Spark ships engine objects to executors: a pickled matcher resumes exactly."""
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(4), size=500)
+    query = Query.build("Door Room+ Door", DOMAIN, policy="complete", threshold=0.01,
+                        window=8)
+    a = StreamMatcher(query)
+    first = a.feed(0, probs[:250])
+    b = pickle.loads(pickle.dumps(a))
+    assert a.feed(250, probs[250:]) + a.finish() == b.feed(250, probs[250:]) + b.finish()
+    assert first
