@@ -39,12 +39,17 @@ from probcep.engine.approx import (  # noqa: E402
     ErrorAutomaton,
     History,
     HistoryPolicy,
+    default_domain,
     make_policy,
     run_stream,
 )
+from probcep.engine.approx.policies import ONLINE_LEARN_EVERY  # noqa: E402
 
 FRACTIONS = (0.05, 0.10, 0.25, 0.50)
 POLICIES = ("history", "random", "oldest")
+#: Ablations of the history policy: no training run (learns online only), no online
+#: update (the trained history is frozen), and no feasibility check or seed reserve.
+ABLATIONS = ("history-untrained", "history-frozen", "history-nofeasibility")
 RANDOM_SEEDS = (0, 1, 2)
 
 
@@ -94,7 +99,6 @@ def recalls(reference, result, window: int) -> tuple[float, float]:
 
 def evaluate(kind: Kind) -> list[dict]:
     domain = sorted({e[0] for e in kind.train + kind.test})
-    from probcep.engine.approx import default_domain
     ea = ErrorAutomaton.build(kind.pattern, kind.k, default_domain(kind.pattern, domain))
     history = learn_history(kind, ea)
     symbols, tags = _split(kind.test)
@@ -105,11 +109,11 @@ def evaluate(kind: Kind) -> list[dict]:
              "bundles": len(reference.bundles), "matches": reference.n_matches}]
     for fraction in FRACTIONS:
         per_event = fraction * reference.stats.work / len(symbols)
-        for name in POLICIES:
+        for name in POLICIES + ABLATIONS:
             seeds = RANDOM_SEEDS if name == "random" else (0,)
             runs = []
             for seed in seeds:
-                policy = make_policy(name, history=history.copy(), seed=seed)
+                policy = _policy(name, history, kind.window, seed)
                 result = run_stream(ea, kind.window, symbols, tags, policy=policy,
                                     budget=Budget(per_event))
                 runs.append((*recalls(reference, result, kind.window), result.stats.work,
@@ -120,6 +124,16 @@ def evaluate(kind: Kind) -> list[dict]:
                          "work": round(statistics.mean(r[2] for r in runs)),
                          "seconds": statistics.mean(r[3] for r in runs)})
     return rows
+
+
+def _policy(name: str, history: History, window: int, seed: int):
+    if name == "history-untrained":
+        return HistoryPolicy(History(window), learn_every=ONLINE_LEARN_EVERY)
+    if name == "history-frozen":
+        return HistoryPolicy(history.copy(), learn_online=False)
+    if name == "history-nofeasibility":
+        return HistoryPolicy(history.copy(), feasibility=False, learn_every=ONLINE_LEARN_EVERY)
+    return make_policy(name, history=history.copy(), seed=seed)
 
 
 def print_table(rows: list[dict]) -> None:
@@ -134,6 +148,18 @@ def print_table(rows: list[dict]) -> None:
             print(f"\n{r['stream']}: {r['events']} events, {r['bundles']} bundles, "
                   f"{r['matches']} matches, {r['work']} work units unbudgeted", end="")
     print()
+
+
+def print_summary(rows: list[dict]) -> None:
+    """Bundle recall only, one row per stream and policy, one column per budget."""
+    names = ("history", "random", "oldest", *ABLATIONS)
+    print("\n| stream | policy | " + " | ".join(f"{f:.0%}" for f in FRACTIONS) + " |")
+    print("| --- | --- |" + " --- |" * len(FRACTIONS))
+    for stream in dict.fromkeys(r["stream"] for r in rows):
+        for name in names:
+            cells = [f"{r['bundle_recall']:.3f}" for r in rows
+                     if r["stream"] == stream and r["policy"] == name]
+            print(f"| {stream} | {name} | " + " | ".join(cells) + " |")
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -167,6 +193,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows = [row for kind in kinds(args.quick) for row in evaluate(kind)]
     print_table(rows)
+    print_summary(rows)
     if args.plot:
         plot(rows, args.plot)
         print(f"plot: {args.plot}")

@@ -81,15 +81,20 @@ class HistoryPolicy:
     there, so that a short budget carries started partial matches to the end instead
     of starting new ones it cannot all finish.
 
-    With `learn_online` the policy keeps updating the history during the run.
+    With `learn_online` the policy keeps updating the history during the run, from
+    every `learn_every`-th expansion (a deterministic sample that bounds the overhead).
     """
 
     name = "history"
 
     def __init__(self, history: History, *, learn_online: bool = True,
-                 feasibility: bool = True, seed_reserve: float = 0.5):
+                 feasibility: bool = True, seed_reserve: float = 0.5, learn_every: int = 1):
+        if learn_every < 1:
+            raise ValueError(f"learn_every must be >= 1, got {learn_every}")
         self.history = history
         self.learn_online = learn_online
+        self.learn_every = learn_every
+        self._expansions = 0
         self.feasibility = feasibility
         self.seed_reserve = seed_reserve
         self.declines = feasibility
@@ -102,6 +107,8 @@ class HistoryPolicy:
             self.history.observe_event(n_candidates, matcher.tag, fresh)
 
     def select(self, candidates, units, tag, matcher):
+        if len(candidates) <= units and self.feasibility and matcher.budget is not None:
+            return self._feasible(candidates, units, tag, matcher)  # no ranking needed
         h = self.history
         newest: dict[int, int] = {}
         for n in candidates:
@@ -149,6 +156,9 @@ class HistoryPolicy:
     def learn(self, node, child_vid, bundle, tag, matcher) -> None:
         if not self.learn_online:
             return
+        self._expansions += 1
+        if self._expansions % self.learn_every:
+            return
         h = self.history
         key = h.key(node.vid, node.start_tag, node.last_tag, tag)
         child = h.key(child_vid, node.start_tag, tag, tag)
@@ -160,12 +170,17 @@ class HistoryPolicy:
         h.update(key, child, where)
 
 
+#: During a budgeted run the history policy learns from every this-many expansions.
+ONLINE_LEARN_EVERY = 4
+
+
 def make_policy(name: str, *, history: History | None = None, seed: int = 0):
-    """A policy by name: 'history' (needs a History), 'random' or 'oldest'."""
+    """A policy by name for a budgeted run: 'history' (needs a History), 'random' or
+    'oldest'."""
     if name == "history":
         if history is None:
             raise ValueError("the history policy needs a History")
-        return HistoryPolicy(history)
+        return HistoryPolicy(history, learn_every=ONLINE_LEARN_EVERY)
     if name == "random":
         return RandomShedding(seed)
     if name == "oldest":
