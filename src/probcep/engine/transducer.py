@@ -54,10 +54,9 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
             mode = MODE_T
             if first >= 0:
                 mode = MODE_A if r < first else (MODE_T if r == first else MODE_B)
-            for i in range(nvec):
-                for a in range(n_sym):
-                    if rows[r, a] > 0.0 and table[ids[i], a, mode] == UNKNOWN:
-                        return g, r, nvec, accepted
+            for i in range(nvec):  # `build` fills a state's row for all symbols at once
+                if table[ids[i], 0, mode] == UNKNOWN:
+                    return g, r, nvec, accepted
             m = 0
             for i in range(nvec):
                 src = ids[i]
