@@ -1,0 +1,97 @@
+"""The patterns registry: named patterns with their policy, θ, window and alert threshold.
+
+A YAML file maps each name to its definition. Every entry is checked once, at load,
+against the symbol domain, and a bad entry fails with its name and the problem. A
+pattern's version is a hash of what decides its groups (pattern, domain, policy, θ,
+window): change any of them and gold rows carry a new version; the alert threshold and
+the description only decide alerts and prose, so they leave the version alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from probcep.engine import PatternError, Query
+from probcep.engine.pattern import tokenize
+
+FIELDS = {"pattern", "policy", "threshold", "window", "alert_threshold", "description"}
+REQUIRED = ("pattern", "policy")
+
+
+class RegistryError(ValueError):
+    """A registry file or entry that cannot be used."""
+
+
+@dataclass(frozen=True)
+class RegisteredPattern:
+    name: str
+    query: Query
+    alert_threshold: float
+    description: str
+    version: str
+
+    @property
+    def pattern(self) -> str:
+        return self.query.dfa.pattern
+
+
+def load_registry(path: str | Path, domain) -> dict[str, RegisteredPattern]:
+    """Read and check a registry file; entries keyed by name, in file order."""
+    path = Path(path)
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise RegistryError(f"{path}: cannot read the patterns registry: {exc}") from exc
+    entries = (document or {}).get("patterns") if isinstance(document, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        raise RegistryError(f"{path}: expected a mapping 'patterns:' of named entries")
+    return {name: parse_entry(name, entry, tuple(domain), source=str(path))
+            for name, entry in entries.items()}
+
+
+def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry"):
+    where = f"{source}: entry {name!r}"
+    if not isinstance(name, str) or not name.isidentifier():
+        raise RegistryError(f"{where}: names must be identifiers (letters, digits, _)")
+    if not isinstance(entry, dict):
+        raise RegistryError(f"{where}: expected a mapping of {sorted(FIELDS)}")
+    unknown = set(entry) - FIELDS
+    if unknown:
+        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; "
+                            f"allowed: {sorted(FIELDS)}")
+    missing = [f for f in REQUIRED if f not in entry]
+    if missing:
+        raise RegistryError(f"{where}: missing field(s) {missing}")
+    try:
+        query = Query.build(str(entry["pattern"]), domain, policy=entry["policy"],
+                            threshold=float(entry.get("threshold", 0.0)),
+                            window=entry.get("window"))
+    except PatternError as exc:
+        raise RegistryError(f"{where}: bad pattern: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f"{where}: {exc}") from exc
+    alert = entry.get("alert_threshold", 0.5)
+    if not isinstance(alert, int | float) or not 0.0 <= alert <= 1.0:
+        raise RegistryError(f"{where}: alert_threshold must be a number in [0, 1], "
+                            f"got {alert!r}")
+    return RegisteredPattern(name=name, query=query, alert_threshold=float(alert),
+                             description=str(entry.get("description", "")),
+                             version=pattern_version(query))
+
+
+def pattern_version(query: Query) -> str:
+    """A short hash of what decides the groups; whitespace in the pattern does not count."""
+    definition = {
+        "pattern": " ".join(tok.text for tok in tokenize(query.dfa.pattern)),
+        "domain": list(query.dfa.domain),
+        "policy": query.policy,
+        "threshold": float(query.threshold),
+        "window": query.window,
+    }
+    digest = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
+    return digest[:12]
