@@ -1,0 +1,1 @@
+"""The gold layer: per-stream grouping on Spark, group and alert tables."""
