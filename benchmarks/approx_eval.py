@@ -14,7 +14,11 @@ wall-clock time, as a Markdown table, and draws the bundle recall as a PNG.
 
 Work units are node expansions, so every number here is reproducible; only the seconds
 vary. The sensor streams are generated here (`approx_streams.sensor_stream`): the
-sample data under `data/sample/` was not available when this was written.
+sample data under `data/sample/` was not available when this was written. With
+`--sensor-file F` they come from a probabilistic stream file instead (the `probcep
+group` input: stream_id, t, one probability column per symbol), most likely symbol per
+timestep; even-numbered streams train, odd-numbered ones test (one stream: first half
+trains, second half tests).
 """
 
 from __future__ import annotations
@@ -72,6 +76,32 @@ def kinds(quick: bool, train_seed: int = 101, test_seed: int = 202) -> list[Kind
         Kind("sensor", SENSOR_PATTERN, 1, 12, sensor_stream(n_steps, seed=train_seed),
              sensor_stream(n_steps, seed=test_seed)),
     ]
+
+
+def _chain(pieces: list[list[tuple[str, int]]], window: int) -> list[tuple[str, int]]:
+    """Concatenate streams, shifting tags so that consecutive streams are more than a
+    window apart: no match spans two of them and no bundle chains across them."""
+    out: list[tuple[str, int]] = []
+    for piece in pieces:
+        shift = 0 if not out else out[-1][1] + window + 1 - piece[0][1]
+        out += [(sym, tag + shift) for sym, tag in piece]
+    return out
+
+
+def sensor_file_kind(path: Path, pattern: str, k: int, window: int) -> Kind:
+    """A sensor kind from a probabilistic stream file: most likely symbol per timestep."""
+    from probcep.streams import read_blocks
+
+    domain, blocks = read_blocks(path)
+    seqs = [[(domain[i], block.t0 + t) for t, i in enumerate(block.probs.argmax(axis=1))]
+            for block in blocks]
+    if len(seqs) >= 2:
+        train, test = seqs[0::2], seqs[1::2]
+    else:
+        half = len(seqs[0]) // 2
+        train, test = [seqs[0][:half]], [seqs[0][half:]]
+    return Kind(f"sensor ({path.name})", pattern, k, window, _chain(train, window),
+                _chain(test, window))
 
 
 def _split(events):
@@ -193,8 +223,15 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", type=Path, help="write the bundle-recall plot here (PNG)")
     parser.add_argument("--seeds", type=int, nargs=2, default=(101, 202),
                         metavar=("TRAIN", "TEST"), help="seeds of the generated streams")
+    parser.add_argument("--sensor-file", type=Path, metavar="F",
+                        help="also evaluate on the most likely symbols of this stream file")
+    parser.add_argument("--sensor-pattern", default=SENSOR_PATTERN,
+                        help=f"pattern for --sensor-file (default {SENSOR_PATTERN!r})")
     args = parser.parse_args(argv)
-    rows = [row for kind in kinds(args.quick, *args.seeds) for row in evaluate(kind)]
+    todo = kinds(args.quick, *args.seeds)
+    if args.sensor_file:
+        todo.append(sensor_file_kind(args.sensor_file, args.sensor_pattern, 1, 12))
+    rows = [row for kind in todo for row in evaluate(kind)]
     print_table(rows)
     print_summary(rows)
     if args.plot:
