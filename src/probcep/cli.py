@@ -10,6 +10,7 @@ import sys
 #: `probcep group` never pays for Spark or Airflow imports.
 COMMAND_MODULES = (
     "probcep.commands.group",
+    "probcep.commands.plot",
     "probcep.commands.approx",
 )
 

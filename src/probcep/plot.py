@@ -1,0 +1,58 @@
+"""Draw one stream: its per-timestep distributions and the groups found in it.
+
+The top panel stacks the symbol probabilities over time; the bottom panel draws each
+group as a bar from t_start to t_end (t_first marked for complete overlap), labelled
+with its probability, so a person can see why a group starts and ends where it does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, groups,
+                title: str = "") -> Path:
+    """Write a PNG; `groups` are objects or dicts with t_start, t_first, t_end, probability."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 5.5), sharex=True,
+                                      gridspec_kw={"height_ratios": [3, 2]})
+    top.stackplot(times, probs.T, labels=list(domain), step="mid", alpha=0.85)
+    top.set_ylim(0, 1)
+    top.set_ylabel("P(symbol)")
+    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    top.set_title(title)
+    lane_ends: list[float] = []  # greedy lanes so that no two bars overlap
+    for g in sorted(_as_dicts(groups), key=lambda g: g["t_start"]):
+        y = next((i for i, end in enumerate(lane_ends) if end < g["t_start"]), len(lane_ends))
+        if y == len(lane_ends):
+            lane_ends.append(g["t_end"])
+        else:
+            lane_ends[y] = g["t_end"]
+        p = g["probability"]
+        bottom.barh(y, g["t_end"] - g["t_start"] + 1, left=g["t_start"] - 0.5, height=0.7,
+                    color=plt.cm.viridis(p), edgecolor="black", linewidth=0.4)
+        if g.get("t_first") is not None:
+            bottom.plot([g["t_first"]], [y], marker="|", color="red", markersize=12)
+        bottom.text(g["t_start"] - 0.5, y, f" {p:.2f}", va="center", fontsize="x-small",
+                    color="white" if p < 0.6 else "black")
+    bottom.set_yticks([])
+    bottom.invert_yaxis()
+    bottom.set_ylabel("groups (P)")
+    bottom.set_xlabel("t")
+    if len(times):
+        bottom.set_xlim(times[0] - 0.5, times[-1] + 0.5)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _as_dicts(groups):
+    return [g if isinstance(g, dict) else g.as_dict() for g in groups]
