@@ -97,6 +97,7 @@ class ErrorAutomaton:
         self._step: dict[tuple[int, int], int] = {}
         self._live: list[frozenset[int] | None] = []
         self._need: list[int] = []
+        self._cost: dict[tuple[int, int], int] = {}
         # Symbols from each state to acceptance, uncapped (0 for accepting states).
         self.to_accept_full = np.where(dfa.accepting, 0, dfa.dist_next).astype(np.int64)
         empty = np.full(dfa.n_states, self.far, dtype=np.int64)
@@ -133,6 +134,14 @@ class ErrorAutomaton:
         away; at most `k - c[q]` of them may be inserted, the rest must be events.
         """
         return self._need[vid]
+
+    def completion_cost(self, vid: int, symbol: int) -> int:
+        """Expansions a match through (vid, then `symbol`) needs at least: 1 + need."""
+        key = (vid, symbol)
+        cost = self._cost.get(key)
+        if cost is None:
+            cost = self._cost[key] = 1 + self._need[self.step(vid, symbol)]
+        return cost
 
     def live_symbols(self, vid: int) -> frozenset[int]:
         """Symbols whose consumption keeps a prefix with this vector within k errors."""

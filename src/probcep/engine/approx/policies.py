@@ -136,20 +136,20 @@ class HistoryPolicy:
 
     def _feasible(self, ranked, units, tag, matcher):
         rate = self.history.events_per_tag()
-        budget, ea, window = matcher.budget, matcher.ea, matcher.window
+        budget, ea, symbol = matcher.budget, matcher.ea, matcher.symbol
+        refill = None if rate is None else budget.per_event * rate
+        seed_start = matcher.stats.events - 1
+        closes = matcher.window - tag  # + a node's start tag: tags left in its window
         chosen = []
         for n in ranked:
             if len(chosen) == units:
                 break
-            cost = 1 + ea.need(ea.step(n.vid, matcher.symbol))
+            cost = ea.completion_cost(n.vid, symbol)
             left = budget.credit - len(chosen)
-            if matcher.is_seed(n):
-                if left < self.seed_reserve * cost:
-                    continue
-            if rate is not None:
-                events_left = (window - (tag - n.start_tag)) * rate
-                if cost > left + budget.per_event * events_left:
-                    continue
+            if n.start == seed_start and left < self.seed_reserve * cost:
+                continue
+            if refill is not None and cost > left + refill * (closes + n.start_tag):
+                continue
             chosen.append(n)
         return chosen
 
