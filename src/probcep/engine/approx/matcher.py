@@ -234,17 +234,20 @@ class ApproxMatcher:
             child[2].append(None if is_seed else node)
             steps.append((node, vid))
         found = []
-        bundle_of: dict[int, Bundle] = {}
-        for (start, vid), (start_tag, count, sources) in sorted(children.items()):
+        ordered = sorted(children.items())
+        bundle: Bundle | None = None  # every match of this event lands in one bundle
+        for (start, vid), (start_tag, count, sources) in ordered:
             err = ea.error(vid)
             if err <= ea.k:
                 found.append(MatchClass(j, tag, start, start_tag, err, count, tuple(sources)))
-                bundle_of[vid] = self.bundles.add(tag, count, err)
+                bundle = self.bundles.add(tag, count, err)
                 self.stats.matches += count
-            self._merge(start, start_tag, vid, count, sources, j, tag)
-        if self.policy is not None:
+        if self.policy is not None:  # before merging: parents as the policy saw them
             for node, vid in steps:
-                self.policy.learn(node, vid, bundle_of.get(vid), tag, self)
+                matched = ea.error(vid) <= ea.k
+                self.policy.learn(node, vid, bundle if matched else None, tag, self)
+        for (start, vid), (start_tag, count, sources) in ordered:
+            self._merge(start, start_tag, vid, count, sources, j, tag)
         return found
 
     # --- node bookkeeping ------------------------------------------------------------
