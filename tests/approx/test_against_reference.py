@@ -86,7 +86,7 @@ def test_budgeted_run_finds_a_subset(case, policy_name, per_event, seed):
     assert result.stats.work + result.stats.shed == result.stats.candidates
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(), st.sampled_from(["history", "random", "oldest"]))
 def test_ample_budget_changes_nothing(case, policy_name):
     letters, text, regex, symbols, tags, window, k = case
@@ -96,7 +96,12 @@ def test_ample_budget_changes_nothing(case, policy_name):
     policy = make_policy(policy_name, history=History(window))
     again = run_stream(ea, window, list(symbols), tags, budget=budget, policy=policy)
     assert again.match_keys() == full.match_keys()
-    assert again.stats.work == full.stats.work == full.stats.candidates
+    assert again.n_matches == full.n_matches
+    if policy_name == "history":
+        # it may still decline partial matches that cannot finish inside their window
+        assert again.stats.work <= full.stats.work
+    else:
+        assert again.stats.work == full.stats.work == full.stats.candidates
 
 
 def test_k_zero_is_exact_skip_till_any_match():
