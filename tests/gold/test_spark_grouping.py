@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,19 +12,6 @@ from probcep.registry import parse_entry
 
 pytestmark = pytest.mark.slow
 DOMAIN = ("Hallway", "Door", "Room")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    pyspark_sql = pytest.importorskip("pyspark.sql")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv
-    session = (pyspark_sql.SparkSession.builder.master("local[2]")
-               .appName("probcep-tests-gold")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .getOrCreate())
-    yield session
 
 
 def _silver(n_streams=6, length=600, seed=4):
