@@ -21,6 +21,9 @@ from probcep.engine.pattern import tokenize
 
 FIELDS = {"pattern", "policy", "threshold", "window", "alert_threshold", "description"}
 REQUIRED = ("pattern", "policy")
+#: An entry with `max_errors` asks for approximate matching (SEMANTICS §7) instead.
+APPROX_FIELDS = {"pattern", "max_errors", "window", "budget", "description"}
+APPROX_REQUIRED = ("pattern", "max_errors", "window")
 
 
 class RegistryError(ValueError):
@@ -40,7 +43,21 @@ class RegisteredPattern:
         return self.query.dfa.pattern
 
 
-def load_registry(path: str | Path, domain) -> dict[str, RegisteredPattern]:
+@dataclass(frozen=True)
+class RegisteredApprox:
+    """An approximate-matching entry: at most `max_errors` insertions within `window`
+    tags, optionally under `budget` work units per event (RC-ACEP)."""
+
+    name: str
+    pattern: str
+    max_errors: int
+    window: int
+    budget: float | None
+    description: str
+    version: str
+
+
+def load_registry(path: str | Path, domain) -> dict[str, RegisteredPattern | RegisteredApprox]:
     """Read and check a registry file; entries keyed by name, in file order."""
     path = Path(path)
     try:
@@ -60,6 +77,8 @@ def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry"):
         raise RegistryError(f"{where}: names must be identifiers (letters, digits, _)")
     if not isinstance(entry, dict):
         raise RegistryError(f"{where}: expected a mapping of {sorted(FIELDS)}")
+    if "max_errors" in entry:
+        return _parse_approx(name, entry, domain, where)
     unknown = set(entry) - FIELDS
     if unknown:
         raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; "
@@ -82,6 +101,36 @@ def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry"):
     return RegisteredPattern(name=name, query=query, alert_threshold=float(alert),
                              description=str(entry.get("description", "")),
                              version=pattern_version(query))
+
+
+def _parse_approx(name, entry, domain, where) -> RegisteredApprox:
+    unknown = set(entry) - APPROX_FIELDS
+    if unknown:
+        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)} for approximate "
+                            f"matching; allowed: {sorted(APPROX_FIELDS)}")
+    missing = [f for f in APPROX_REQUIRED if f not in entry]
+    if missing:
+        raise RegistryError(f"{where}: missing field(s) {missing}")
+    k, window, budget = entry["max_errors"], entry["window"], entry.get("budget")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise RegistryError(f"{where}: max_errors must be an integer >= 0, got {k!r}")
+    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        raise RegistryError(f"{where}: window must be a positive integer, got {window!r}")
+    if budget is not None and (not isinstance(budget, int | float) or budget <= 0):
+        raise RegistryError(f"{where}: budget must be a positive number, got {budget!r}")
+    try:
+        from probcep.engine import compile_pattern
+
+        compile_pattern(str(entry["pattern"]), domain)
+    except PatternError as exc:
+        raise RegistryError(f"{where}: bad pattern: {exc}") from exc
+    pattern = " ".join(tok.text for tok in tokenize(str(entry["pattern"])))
+    definition = {"pattern": pattern, "domain": list(domain), "max_errors": k,
+                  "window": window, "budget": budget}
+    version = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:12]
+    return RegisteredApprox(name=name, pattern=str(entry["pattern"]), max_errors=k,
+                            window=window, budget=None if budget is None else float(budget),
+                            description=str(entry.get("description", "")), version=version)
 
 
 def pattern_version(query: Query) -> str:
