@@ -85,6 +85,33 @@ class Group:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class GroupColumns:
+    """Final groups as NumPy columns, for callers that hand them on as Arrow or Parquet
+    without building one object per group; t_first holds `NONE` for single overlap."""
+
+    t_start: np.ndarray
+    t_first: np.ndarray
+    t_end: np.ndarray
+    probability: np.ndarray
+    n_matches: np.ndarray
+    max_match_probability: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.t_start)
+
+    def groups(self) -> list[Group]:
+        rows = zip(self.t_start.tolist(), self.t_first.tolist(), self.t_end.tolist(),
+                   self.probability.tolist(), self.n_matches.tolist(),
+                   self.max_match_probability.tolist())
+        return [Group(s, None if f == NONE else f, e, p, n, m) for s, f, e, p, n, m in rows]
+
+    @classmethod
+    def concat(cls, parts: list[GroupColumns]) -> GroupColumns:
+        return cls(*(np.concatenate([getattr(p, name) for p in parts])
+                     for name in cls.__dataclass_fields__))
+
+
 class StreamMatcher:
     """Matches, groups and group probabilities for one stream."""
 
@@ -104,6 +131,14 @@ class StreamMatcher:
 
     def feed(self, t0: int, probs: np.ndarray) -> list[Group]:
         """Process rows for times t0, t0+1, ...; return the groups that became final."""
+        return self.feed_columns(t0, probs).groups()
+
+    def finish(self) -> list[Group]:
+        """The stream has ended: every open group is final."""
+        return self.finish_columns().groups()
+
+    def feed_columns(self, t0: int, probs: np.ndarray) -> GroupColumns:
+        """`feed`, returning the final groups as columns."""
         probs = np.ascontiguousarray(probs, dtype=np.float64)
         if probs.ndim != 2 or probs.shape[1] != len(self.query.dfa.domain):
             raise ValueError(f"expected rows of {len(self.query.dfa.domain)} probabilities, "
@@ -112,24 +147,24 @@ class StreamMatcher:
             raise ValueError(f"stream continues at t={self.next_t}, block starts at t={t0}")
         if self.next_t is None:
             self.rows_t0 = t0
-        groups: list[Group] = []
-        for lo in range(0, len(probs), CHUNK_ROWS):  # bounded working memory
-            groups += self._feed_chunk(t0 + lo, probs[lo:lo + CHUNK_ROWS])
-        return groups
+        parts = [self._feed_chunk(t0 + lo, probs[lo:lo + CHUNK_ROWS])  # bounded memory
+                 for lo in range(0, len(probs), CHUNK_ROWS)]
+        return GroupColumns.concat(parts) if parts else self._columns(
+            np.zeros((0, 6), np.int64), np.zeros(0))
 
-    def _feed_chunk(self, t0: int, probs: np.ndarray) -> list[Group]:
+    def finish_columns(self) -> GroupColumns:
+        """`finish`, returning the final groups as columns."""
+        columns = self._emit(final_before=None)
+        self.runs.n = 0
+        return columns
+
+    def _feed_chunk(self, t0: int, probs: np.ndarray) -> GroupColumns:
         self.rows = np.concatenate([self.rows, probs]) if len(self.rows) else probs.copy()
         self.next_t = t0 + len(probs)
         ev_t, ev_s, ev_c, ev_m = self.runs.advance(t0, probs)
         if len(ev_t):
             self._add_events(ev_t, ev_s, ev_c, ev_m)
         return self._emit(final_before=self.runs.min_start())
-
-    def finish(self) -> list[Group]:
-        """The stream has ended: every open group is final."""
-        groups = self._emit(final_before=None)
-        self.runs.n = 0
-        return groups
 
     def _add_events(self, ev_t, ev_s, ev_c, ev_m):
         columns = int(np.count_nonzero(np.diff(ev_t))) + 1
@@ -147,7 +182,7 @@ class StreamMatcher:
 
     # --- emitting ------------------------------------------------------------------
 
-    def _emit(self, final_before: int | None) -> list[Group]:
+    def _emit(self, final_before: int | None) -> GroupColumns:
         """Emit open groups no future match can join (all of them if None)."""
         complete = self.query.policy == "complete"
         key = self.open_i[: self.n_open, FIRST if complete else END]  # ascending
@@ -159,14 +194,19 @@ class StreamMatcher:
         if complete:  # C(f) inside C(prev) is not a group
             keep = (done_i[:, PREV] == NONE) | (done_i[:, PREV] < done_i[:, MAX_START])
             done_i, done_m = done_i[keep], done_m[keep]
-        groups = []
+        columns = self._columns(done_i, done_m)
+        self._trim(final_before)
+        return columns
+
+    def _columns(self, done_i: np.ndarray, done_m: np.ndarray) -> GroupColumns:
+        probs = np.zeros(0)
         if len(done_i):
             probs = np.minimum(1.0, np.maximum(self._probabilities(done_i), done_m))
-            for g, p, mx in zip(done_i.tolist(), probs.tolist(), done_m.tolist()):
-                groups.append(Group(g[START], g[FIRST] if complete else None, g[END], p,
-                                    g[COUNT], mx))
-        self._trim(final_before)
-        return groups
+        return GroupColumns(
+            t_start=done_i[:, START].copy(),
+            t_first=done_i[:, FIRST].copy(),
+            t_end=done_i[:, END].copy(), probability=probs,
+            n_matches=done_i[:, COUNT].copy(), max_match_probability=done_m)
 
     def _probabilities(self, done: np.ndarray) -> np.ndarray:
         """P(g) for each group (clipped by the caller to [max P(m), 1] against rounding)."""
