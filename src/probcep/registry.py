@@ -79,13 +79,7 @@ def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry"):
         raise RegistryError(f"{where}: expected a mapping of {sorted(FIELDS)}")
     if "max_errors" in entry:
         return _parse_approx(name, entry, domain, where)
-    unknown = set(entry) - FIELDS
-    if unknown:
-        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; "
-                            f"allowed: {sorted(FIELDS)}")
-    missing = [f for f in REQUIRED if f not in entry]
-    if missing:
-        raise RegistryError(f"{where}: missing field(s) {missing}")
+    _check_fields(entry, FIELDS, REQUIRED, where)
     try:
         query = Query.build(str(entry["pattern"]), domain, policy=entry["policy"],
                             threshold=float(entry.get("threshold", 0.0)),
@@ -103,14 +97,18 @@ def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry"):
                              version=pattern_version(query))
 
 
-def _parse_approx(name, entry, domain, where) -> RegisteredApprox:
-    unknown = set(entry) - APPROX_FIELDS
+def _check_fields(entry: dict, allowed: set, required: tuple, where: str) -> None:
+    unknown = set(entry) - allowed
     if unknown:
-        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)} for approximate "
-                            f"matching; allowed: {sorted(APPROX_FIELDS)}")
-    missing = [f for f in APPROX_REQUIRED if f not in entry]
+        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; "
+                            f"allowed: {sorted(allowed)}")
+    missing = [f for f in required if f not in entry]
     if missing:
         raise RegistryError(f"{where}: missing field(s) {missing}")
+
+
+def _parse_approx(name, entry, domain, where) -> RegisteredApprox:
+    _check_fields(entry, APPROX_FIELDS, APPROX_REQUIRED, f"{where} (approximate matching)")
     k, window, budget = entry["max_errors"], entry["window"], entry.get("budget")
     if not isinstance(k, int) or isinstance(k, bool) or k < 0:
         raise RegistryError(f"{where}: max_errors must be an integer >= 0, got {k!r}")
