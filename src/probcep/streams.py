@@ -73,6 +73,8 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     streams = frame["stream_id"].to_numpy()
     times = frame["t"].to_numpy()
     blocks = []
+    if not len(frame):
+        return domain, blocks
     bounds = np.flatnonzero(streams[1:] != streams[:-1]) + 1
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(frame)]):
         sid, ts = streams[lo], times[lo:hi]

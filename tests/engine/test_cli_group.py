@@ -189,3 +189,14 @@ def test_pattern_errors_point_at_the_position(tmp_path, capsys, pattern, message
     assert code == 2
     assert message in err and f"at position {position}" in err
     assert " " * position + "^" in err.splitlines()[-1]
+
+
+def test_empty_batch_continues_and_ends_the_streams(tmp_path, capsys):
+    path, empty, state = tmp_path / "fig1.csv", tmp_path / "empty.csv", tmp_path / "st"
+    FIG1.iloc[:5].to_csv(path, index=False)
+    FIG1.iloc[:0].to_csv(empty, index=False)
+    assert group(capsys, empty, *options("single", 0, None))[:2] == (0, [])
+    code, rows, _ = group(capsys, path, *options("single", 0, None), "--save-state", str(state))
+    assert (code, rows) == (0, [])  # a live run may still extend the group
+    code, rows, _ = group(capsys, empty, *options("single", 0, None), "--resume-from", str(state))
+    assert code == 0 and [(r["t_start"], r["t_end"], r["n_matches"]) for r in rows] == [(1, 5, 6)]
