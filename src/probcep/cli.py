@@ -11,6 +11,7 @@ import sys
 COMMAND_MODULES = (
     "probcep.commands.group",
     "probcep.commands.plot",
+    "probcep.commands.demo",
     "probcep.commands.approx",
 )
 

@@ -1,0 +1,25 @@
+"""How probcep starts Spark: local by default, any master by setting it.
+
+PySpark starts its Python workers with `PYSPARK_PYTHON` (the `spark.pyspark.python`
+setting is not read on this path), so it is pointed at this interpreter, whose
+environment has probcep and the engine's dependencies.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def spark_session(master: str = "local[*]", app: str = "probcep", shuffle_partitions: int = 8):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master(master).appName(app)
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
