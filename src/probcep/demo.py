@@ -97,6 +97,7 @@ def run_demo(sample: Sample, lake: Path, registry_path: Path, master: str = "loc
     from probcep.evaluation import score
     from probcep.gold import approx, batch
     from probcep.gold import tables as T
+    from probcep.gold.validate import validate_groups
     from probcep.registry import RegisteredApprox, load_registry
     from probcep.spark import spark_session
 
@@ -109,15 +110,18 @@ def run_demo(sample: Sample, lake: Path, registry_path: Path, master: str = "loc
     for day in sample.days:
         run_id = f"demo-{day.isoformat()}"
         silver = spark.read.parquet(str(sample.distributions[day]))
-        result, _, _ = batch.group_day(spark, silver, lake, exact, DOMAIN, day, run_id, clock)
+        result, day_groups, _ = batch.group_day(spark, silver, lake, exact, DOMAIN, day,
+                                                run_id, clock)
+        validate_groups(day_groups.to_pandas())  # raises with a report if gold is wrong
         alerts = batch.publish_alerts(lake, exact, day, run_id)
-        line = (f"{day}: {result.groups} groups final over {result.streams} streams, "
+        line = (f"{day}: {result.groups} groups final over {result.streams} streams (validated), "
                 f"alerts +{alerts.added} -{alerts.retracted}")
         if approximate:
             found = approx.approx_day(spark, silver, lake, approximate, DOMAIN, day, run_id)
             line += f", approximate matches {found['matches']} in {found['bundles']} bundles"
         echo(line)
     groups = T.read_rows(T.table_path(lake, T.GROUPS), T.GROUP_SCHEMA).to_pandas()
+    validate_groups(groups, docs_dir=lake / "gx")
     alerts = T.read_rows(T.table_path(lake, T.ALERTS), T.ALERT_SCHEMA).to_pandas()
     episodes = pd.read_csv(sample.episodes)
     last = max(sample.days)
@@ -137,4 +141,7 @@ def run_demo(sample: Sample, lake: Path, registry_path: Path, master: str = "loc
         echo("true visit -> most probable group overlapping it (cf. seed 000, Table 4):")
         echo(card.episodes.head(12).to_string(index=False))
     echo(f"\ntables: {', '.join(str(T.table_path(lake, n)) for n in (T.GROUPS, T.ALERTS))}")
+    docs = sorted((lake / "gx").rglob("index.html"))
+    if docs:
+        echo(f"Data Docs (gold expectations): {docs[0]}")
     return card
