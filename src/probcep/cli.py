@@ -12,6 +12,7 @@ COMMAND_MODULES = (
     "probcep.commands.group",
     "probcep.commands.plot",
     "probcep.commands.demo",
+    "probcep.commands.run",
     "probcep.commands.approx",
 )
 

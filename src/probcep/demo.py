@@ -27,8 +27,8 @@ VISIT_PATTERN = "room_visit"
 
 @dataclass(frozen=True)
 class Sample:
+    folder: Path
     days: list[dt.date]
-    distributions: dict[dt.date, Path]
     episodes: Path
 
 
@@ -64,7 +64,7 @@ def generate_sample(out: Path, days: int = 3, streams: int = 4, seed: int = 2015
     truth_path = out / "episodes.csv"
     pd.DataFrame(episodes, columns=["stream_id", "t_start", "t_end"]).to_csv(truth_path,
                                                                            index=False)
-    return Sample(sorted(files), files, truth_path)
+    return Sample(out, sorted(files), truth_path)
 
 
 def _readings(rng, truth: np.ndarray, stream_id: str) -> pd.DataFrame:
@@ -88,38 +88,26 @@ def load_sample(folder: Path) -> Sample:
              for p in sorted(folder.glob("distributions-*.parquet"))}
     if not files:
         raise FileNotFoundError(f"{folder}: no distributions-<date>.parquet files")
-    return Sample(sorted(files), files, folder / "episodes.csv")
+    return Sample(folder, sorted(files), folder / "episodes.csv")
 
 
 def run_demo(sample: Sample, lake: Path, registry_path: Path, master: str = "local[*]",
              echo=print) -> dict:
     """Group every registered pattern day after day, publish alerts, score the visits."""
     from probcep.evaluation import score
-    from probcep.gold import approx, batch
+    from probcep.gold import batch
     from probcep.gold import tables as T
     from probcep.gold.validate import validate_groups
-    from probcep.registry import RegisteredApprox, load_registry
+    from probcep.nightly import DistributionFiles, run_range, split
+    from probcep.registry import load_registry
     from probcep.spark import spark_session
 
     registry = load_registry(registry_path, DOMAIN)
-    exact = [e for e in registry.values() if not isinstance(e, RegisteredApprox)]
-    approximate = [e for e in registry.values() if isinstance(e, RegisteredApprox)]
+    exact, _ = split(registry.values())
     spark = spark_session(master, app="probcep-demo")
-    clock = batch.Clock(EPOCH, STEP)
     echo(f"lake: {lake.resolve()}   patterns: {', '.join(registry)}")
-    for day in sample.days:
-        run_id = f"demo-{day.isoformat()}"
-        silver = spark.read.parquet(str(sample.distributions[day]))
-        result, day_groups, _ = batch.group_day(spark, silver, lake, exact, DOMAIN, day,
-                                                run_id, clock)
-        validate_groups(day_groups.to_pandas())  # raises with a report if gold is wrong
-        alerts = batch.publish_alerts(lake, exact, day, run_id)
-        line = (f"{day}: {result.groups} groups final over {result.streams} streams (validated), "
-                f"alerts +{alerts.added} -{alerts.retracted}")
-        if approximate:
-            found = approx.approx_day(spark, silver, lake, approximate, DOMAIN, day, run_id)
-            line += f", approximate matches {found['matches']} in {found['bundles']} bundles"
-        echo(line)
+    run_range(spark, DistributionFiles(sample.folder), lake, list(registry.values()), DOMAIN,
+              sample.days[0], sample.days[-1], "demo", batch.Clock(EPOCH, STEP), echo=echo)
     groups = T.read_rows(T.table_path(lake, T.GROUPS), T.GROUP_SCHEMA).to_pandas()
     validate_groups(groups, docs_dir=lake / "gx")
     alerts = T.read_rows(T.table_path(lake, T.ALERTS), T.ALERT_SCHEMA).to_pandas()

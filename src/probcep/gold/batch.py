@@ -223,3 +223,9 @@ def rerun_days(spark, read_silver, lake_root, patterns: list[RegisteredPattern],
             break
         states = new_states
     return done
+
+
+def read_day_groups(lake_root, patterns: list[RegisteredPattern], day: dt.date) -> pa.Table:
+    """The groups stored for these patterns and this day."""
+    return T.read_rows(T.table_path(lake_root, T.GROUPS), T.GROUP_SCHEMA,
+                       [("batch_date", "=", day), ("pattern", "in", [p.name for p in patterns])])

@@ -1,0 +1,116 @@
+"""The nightly gold work for one day, a range of days (backfill), or a rerun.
+
+A day is: group every exact pattern (states carried from the previous day), check the
+day's groups against the gold expectations, publish alerts, and run the approximate
+patterns. Days of a range run in date order, since engine state flows night to night.
+
+Until the bronze/silver layer lands, silver comes from `DistributionFiles`: one Parquet
+file per day (`distributions-YYYY-MM-DD.parquet`) of `stream_id`, `t` and one
+probability column per symbol, which is what silver holds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from probcep.gold import approx, batch
+from probcep.gold.validate import validate_groups
+from probcep.registry import RegisteredApprox, RegisteredPattern
+
+
+@dataclass(frozen=True)
+class DistributionFiles:
+    """Daily files of per-timestep distributions standing in for silver."""
+
+    folder: Path
+
+    def path(self, day: dt.date) -> Path:
+        return self.folder / f"distributions-{day.isoformat()}.parquet"
+
+    def domain(self) -> tuple[str, ...]:
+        """The symbol columns (file order) of the first file: the domain, as for
+        `probcep group`."""
+        import pyarrow.parquet as pq
+
+        files = sorted(self.folder.glob("distributions-*.parquet"))
+        if not files:
+            raise FileNotFoundError(f"{self.folder}: no distributions-<date>.parquet files")
+        return tuple(n for n in pq.read_schema(files[0]).names
+                     if n not in ("stream_id", "t", "ts"))
+
+    def read(self, spark, day: dt.date):
+        path = self.path(day)
+        if not path.exists():
+            raise FileNotFoundError(f"no distributions for {day}: {path} does not exist")
+        return spark.read.parquet(str(path))
+
+
+@dataclass(frozen=True)
+class DayReport:
+    day: dt.date
+    groups: int
+    streams: int
+    alerts_added: int
+    alerts_retracted: int
+    approx_matches: int | None
+
+    def line(self) -> str:
+        text = (f"{self.day}: {self.groups} groups final over {self.streams} streams "
+                f"(validated), alerts +{self.alerts_added} -{self.alerts_retracted}")
+        if self.approx_matches is not None:
+            text += f", approximate match classes {self.approx_matches}"
+        return text
+
+
+def split(entries) -> tuple[list[RegisteredPattern], list[RegisteredApprox]]:
+    exact = [e for e in entries if not isinstance(e, RegisteredApprox)]
+    return exact, [e for e in entries if isinstance(e, RegisteredApprox)]
+
+
+def run_day(spark, source: DistributionFiles, lake: Path, entries, domain, day: dt.date,
+            run_id: str, clock: batch.Clock) -> DayReport:
+    exact, approximate = split(entries)
+    silver = source.read(spark, day)
+    result, groups, _ = batch.group_day(spark, silver, lake, exact, domain, day, run_id, clock)
+    validate_groups(groups.to_pandas())
+    alerts = batch.publish_alerts(lake, exact, day, run_id)
+    found = None
+    if approximate:
+        found = approx.approx_day(spark, silver, lake, approximate, domain, day,
+                                  run_id)["matches"]
+    return DayReport(day, result.groups, result.streams, alerts.added, alerts.retracted, found)
+
+
+def days_between(first: dt.date, last: dt.date) -> list[dt.date]:
+    if last < first:
+        raise ValueError(f"--to {last} is before --from {first}")
+    return [first + dt.timedelta(d) for d in range((last - first).days + 1)]
+
+
+def run_range(spark, source, lake, entries, domain, first, last, run_id, clock, echo=print):
+    """A backfill: every day from first to last, in order."""
+    reports = []
+    for day in days_between(first, last):
+        reports.append(run_day(spark, source, lake, entries, domain, day,
+                               f"{run_id}-{day.isoformat()}", clock))
+        echo(reports[-1].line())
+    return reports
+
+
+def rerun(spark, source, lake, entries, domain, first, last, run_id, clock, reason="",
+          echo=print):
+    """After a data fix to first..last: recompute from the states before `first`."""
+    exact, approximate = split(entries)
+    done = batch.rerun_days(spark, lambda d: source.read(spark, d), lake, exact, domain,
+                            first, last, run_id, clock, metadata={"rerun_reason": reason})
+    for d in done:
+        validate_groups(batch.read_day_groups(lake, exact, d.day).to_pandas())
+        echo(f"{d.day}: recomputed, groups {'replaced' if d.result.groups_written else 'unchanged'}"
+             f", alerts +{d.alerts.added} -{d.alerts.retracted}")
+    if approximate:
+        for day in days_between(first, last):
+            approx.approx_day(spark, source.read(spark, day), lake, approximate, domain, day,
+                              run_id)
+    return done

@@ -1,0 +1,56 @@
+"""`probcep run` (day, backfill) and `probcep rerun` through the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from probcep.cli import main
+from probcep.demo import DOMAIN, generate_sample
+from probcep.gold import tables as T
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gold(lake):
+    rows = T.read_rows(T.table_path(lake, T.GROUPS), T.GROUP_SCHEMA).to_pandas()
+    return rows.drop(columns=["run_id", "batch_date"]).sort_values(
+        ["pattern", "stream_id", "t_start", "t_first"]).reset_index(drop=True)
+
+
+def test_nights_backfill_and_rerun(spark, tmp_path, capsys):
+    sample = generate_sample(tmp_path / "src", days=3, streams=2, seed=4)
+    opts = ["--source", str(sample.folder), "--registry", str(ROOT / "patterns.yaml"),
+            "--master", "local[2]", "--pattern", "room_visit", "--pattern", "hallway_pass"]
+    for day in sample.days:  # three nights
+        assert main(["run", "--date", day.isoformat(), "--lake", str(tmp_path / "n"),
+                     *opts]) == 0
+    assert main(["run", "--from", sample.days[0].isoformat(), "--to",
+                 sample.days[-1].isoformat(), "--lake", str(tmp_path / "b"), *opts]) == 0
+    pd.testing.assert_frame_equal(gold(tmp_path / "n"), gold(tmp_path / "b"))
+    out = capsys.readouterr().out
+    assert "(validated)" in out
+
+    # a data fix on day 2: person-0 was in the hallway all day, not visiting
+    path = sample.folder / f"distributions-{sample.days[1].isoformat()}.parquet"
+    day2 = pd.read_parquet(path)
+    fixed = day2.stream_id == "person-0"
+    day2.loc[fixed, list(DOMAIN)] = [1.0, 0.0, 0.0]
+    day2.to_parquet(path, index=False, coerce_timestamps="us")
+    assert main(["rerun", "--from", sample.days[1].isoformat(), "--to",
+                 sample.days[1].isoformat(), "--lake", str(tmp_path / "n"),
+                 "--reason", "reader 3 mislabelled", *opts]) == 0
+    out = capsys.readouterr().out
+    assert "retracted" in out
+    changes = T.read_rows(T.table_path(tmp_path / "n", T.ALERT_CHANGES),
+                          T.ALERT_CHANGE_SCHEMA).to_pandas()
+    run_id = next(line for line in out.splitlines() if line.startswith("rerun-")).split(":")[0]
+    mine = changes[changes.changed_by_run == run_id]
+    assert (mine.change == "retracted").sum() > 0
+    assert set(mine.stream_id) == {"person-0"}
+    assert main(["run", "--date", sample.days[0].isoformat(), "--lake", str(tmp_path / "x"),
+                 "--source", str(sample.folder), "--pattern", "nope"]) == 2
+    assert "no pattern(s) ['nope']" in capsys.readouterr().err
