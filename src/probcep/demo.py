@@ -91,7 +91,7 @@ def load_sample(folder: Path) -> Sample:
     return Sample(folder, sorted(files), folder / "episodes.csv")
 
 
-def run_demo(sample: Sample, lake: Path, registry_path: Path, master: str = "local[*]",
+def run_demo(sample: Sample, lake: Path, registry_path: Path, master: str | None = None,
              echo=print) -> dict:
     """Group every registered pattern day after day, publish alerts, score the visits."""
     from probcep.evaluation import score

@@ -1,5 +1,8 @@
 """How probcep starts Spark: local by default, any master by setting it.
 
+Under `spark-submit` the master comes from spark-submit (`master=None` leaves it alone);
+run directly, PySpark's default is `local[*]`.
+
 PySpark starts its Python workers with `PYSPARK_PYTHON` (the `spark.pyspark.python`
 setting is not read on this path), so it is pointed at this interpreter, whose
 environment has probcep and the engine's dependencies.
@@ -11,11 +14,13 @@ import os
 import sys
 
 
-def spark_session(master: str = "local[*]", app: str = "probcep", shuffle_partitions: int = 8):
+def spark_session(master: str | None = None, app: str = "probcep",
+                  shuffle_partitions: int = 8):
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master(master).appName(app)
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
+    session = (builder.appName(app)
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")

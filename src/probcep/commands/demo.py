@@ -16,7 +16,7 @@ def register(sub) -> None:
     p.add_argument("--sample", type=Path, default=ROOT / "data" / "demo")
     p.add_argument("--lake", type=Path, default=ROOT / "lake" / "demo")
     p.add_argument("--registry", type=Path, default=ROOT / "patterns.yaml")
-    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     p.add_argument("--fresh", action="store_true", help="delete the demo lake first")
     p.set_defaults(handler=run)
 

@@ -17,7 +17,7 @@ def _common(p) -> None:
     p.add_argument("--registry", type=Path, default=ROOT / "patterns.yaml")
     p.add_argument("--pattern", action="append", metavar="NAME",
                    help="only this registered pattern (repeatable; default all)")
-    p.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
 
 
 def register(sub) -> None:

@@ -1,0 +1,11 @@
+"""spark-submit entry point for a rerun after a data fix (`probcep rerun`).
+
+    spark-submit jobs/rerun.py --from 2026-01-02 --to 2026-01-02 --reason "reader fixed"
+"""
+
+import sys
+
+from probcep.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["rerun", *sys.argv[1:]]))
