@@ -22,7 +22,7 @@ def test_bundled_registry_loads():
     registry = load_registry(ROOT / "patterns.yaml", DOMAIN)
     assert "room_visit" in registry
     entry = registry["room_visit"]
-    assert entry.query.policy == "complete" and entry.query.window == 40
+    assert entry.query.policy == "single" and entry.query.window == 60
     assert len(entry.version) == 12
 
 
