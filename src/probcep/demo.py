@@ -32,14 +32,9 @@ class Sample:
     episodes: Path
 
 
-def generate_sample(out: Path, days: int = 3, streams: int = 4, seed: int = 2015) -> Sample:
-    """Write `days` daily Parquet files of distributions (t = 0 at EPOCH) and a CSV of
-    true visits."""
-    rng = np.random.default_rng(seed)
-    per_day = int(dt.timedelta(days=1) / STEP)
-    n = days * per_day
-    out.mkdir(parents=True, exist_ok=True)
-    frames, episodes = [], []
+def _walks(rng, n: int, streams: int):
+    """True places per minute (0 Hallway, 1 Door, 2 Room) and the visits (episodes)."""
+    truths, episodes = [], []
     for k in range(streams):
         truth = np.zeros(n, dtype=np.int64)  # 0 Hallway, 1 Door, 2 Room
         t = int(rng.integers(20, 200))
@@ -52,8 +47,20 @@ def generate_sample(out: Path, days: int = 3, streams: int = 4, seed: int = 2015
             truth[t + doors_in + stay:end + 1] = 1
             episodes.append((f"person-{k}", t, end))
             t = end + int(rng.integers(60, 600))
-        frames.append(_readings(rng, truth, f"person-{k}"))
-    data = pd.concat(frames, ignore_index=True)
+        truths.append(truth)
+    return truths, pd.DataFrame(episodes, columns=["stream_id", "t_start", "t_end"])
+
+
+def generate_sample(out: Path, days: int = 3, streams: int = 4, seed: int = 2015) -> Sample:
+    """Write `days` daily Parquet files of distributions (t = 0 at EPOCH) and a CSV of
+    true visits."""
+    rng = np.random.default_rng(seed)
+    per_day = int(dt.timedelta(days=1) / STEP)
+    n = days * per_day
+    out.mkdir(parents=True, exist_ok=True)
+    truths, episodes = _walks(rng, n, streams)
+    data = pd.concat([_readings(rng, truth, f"person-{k}") for k, truth in enumerate(truths)],
+                     ignore_index=True)
     data["ts"] = pd.Timestamp(EPOCH) + pd.to_timedelta(data["t"] * STEP.total_seconds(), "s")
     files = {}
     for d in range(days):
@@ -62,9 +69,50 @@ def generate_sample(out: Path, days: int = 3, streams: int = 4, seed: int = 2015
         files[day] = out / f"distributions-{day.isoformat()}.parquet"
         part.to_parquet(files[day], index=False, coerce_timestamps="us")
     truth_path = out / "episodes.csv"
-    pd.DataFrame(episodes, columns=["stream_id", "t_start", "t_end"]).to_csv(truth_path,
-                                                                           index=False)
+    episodes.to_csv(truth_path, index=False)
     return Sample(out, sorted(files), truth_path)
+
+
+def generate_landing(out: Path, days: int = 3, streams: int = 4, sensors: int = 3,
+                     seed: int = 2015, bad_fraction: float = 0.001) -> Path:
+    """Raw long-format RFID readings, one CSV per day under out/YYYY-MM-DD/, plus
+    out/episodes.csv. Each reader misses some minutes and misreads some places (more so
+    in the room); a few rows are malformed (bad time, negative score, unknown symbol,
+    missing stream id), as they are in real feeds."""
+    rng = np.random.default_rng(seed)
+    per_day = int(dt.timedelta(days=1) / STEP)
+    truths, episodes = _walks(rng, days * per_day, streams)
+    rows = []
+    for k, truth in enumerate(truths):
+        for sensor in range(sensors):
+            in_room = truth == 2
+            seen = rng.random(len(truth)) > np.where(in_room, 0.35, 0.15)
+            right = rng.random(len(truth)) < np.where(in_room, 0.65, 0.9)
+            other = (truth + rng.integers(1, len(DOMAIN), len(truth))) % len(DOMAIN)
+            symbol = np.where(right, truth, other)
+            t = np.flatnonzero(seen)
+            rows.append(pd.DataFrame({
+                "stream_id": f"person-{k}", "sensor_id": f"reader-{sensor}",
+                "ts": pd.Timestamp(EPOCH) + pd.to_timedelta(
+                    t * STEP.total_seconds() + rng.uniform(0, STEP.total_seconds(), len(t)),
+                    "s"),
+                "symbol": np.array(DOMAIN)[symbol[t]],
+                "score": rng.uniform(0.3, 1.0, len(t)).round(3)}))
+    raw = pd.concat(rows, ignore_index=True).sort_values("ts", kind="stable")
+    raw["ts"] = raw["ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%f")
+    bad = rng.random(len(raw)) < bad_fraction
+    kinds = rng.integers(0, 4, len(raw))
+    raw.loc[bad & (kinds == 0), "ts"] = "yesterday-ish"
+    raw.loc[bad & (kinds == 1), "score"] = -1.0
+    raw.loc[bad & (kinds == 2), "symbol"] = "Kitchen"
+    raw.loc[bad & (kinds == 3), "stream_id"] = None
+    day_of = pd.to_datetime(raw["ts"], errors="coerce").dt.date.fillna(EPOCH.date())
+    for day, part in raw.groupby(day_of):
+        folder = out / day.isoformat()
+        folder.mkdir(parents=True, exist_ok=True)
+        part.to_csv(folder / "readings.csv", index=False)
+    episodes.to_csv(out / "episodes.csv", index=False)
+    return out
 
 
 def _readings(rng, truth: np.ndarray, stream_id: str) -> pd.DataFrame:

@@ -1,0 +1,1 @@
+"""The lake's first layers: raw readings into bronze, bronze into validated silver."""

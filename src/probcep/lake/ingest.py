@@ -1,0 +1,151 @@
+"""Ingest a day of raw readings from the landing folder into `bronze/readings`.
+
+Raw files are CSV, JSON lines or Parquet, in either layout users have:
+  long: stream_id, ts, symbol, score [, sensor_id]   (many readings per stream and step)
+  wide: stream_id, ts, one probability column per symbol   (sensors emitting distributions)
+Wide rows are unpivoted into long ones (score = the symbol's probability), so everything
+downstream sees one layout. Every row is checked with Spark expressions; a bad row goes
+to `bronze/quarantine` with the first reason it fails and its source file, so
+bronze rows + quarantined rows = input rows. Rerunning a day replaces that day.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+from probcep.gold import tables as T
+from probcep.settings import Settings
+
+BRONZE = "bronze/readings"
+QUARANTINE = "bronze/quarantine"
+RAW_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
+FORMATS = {".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json",
+           ".parquet": "parquet"}
+
+
+class IngestError(RuntimeError):
+    """A batch that cannot be ingested (no files, too much quarantined)."""
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    day: dt.date
+    files: int
+    rows: int
+    bronze: int
+    quarantined: int
+    reasons: dict
+
+    def line(self) -> str:
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items()))
+        return (f"{self.day}: {self.rows} readings from {self.files} files -> bronze "
+                f"{self.bronze}, quarantine {self.quarantined}" + (f" ({why})" if why else ""))
+
+
+def landing_files(settings: Settings, day: dt.date) -> list[Path]:
+    folder = settings.landing_dir / day.isoformat()
+    files = sorted(p for p in folder.glob("*") if p.suffix.lower() in FORMATS)
+    if not files:
+        raise IngestError(f"no landing files for {day} in {folder} "
+                          f"(expected {', '.join(sorted(FORMATS))})")
+    return files
+
+
+def read_raw(spark, files: list[Path], domain):
+    """All files of a day as long-layout rows of strings plus `source_file`."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    for path in files:
+        fmt = FORMATS[path.suffix.lower()]
+        reader = spark.read.option("header", True) if fmt == "csv" else spark.read
+        if fmt == "json":
+            reader = reader.option("primitivesAsString", True)
+        frame = getattr(reader, fmt)(str(path))
+        frame = frame.select([F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns])
+        if "symbol" not in frame.columns and any(d in frame.columns for d in domain):
+            frame = _unpivot(frame, [d for d in domain if d in frame.columns])
+        for c in RAW_COLUMNS:
+            if c not in frame.columns:
+                frame = frame.withColumn(c, F.lit(None).cast("string"))
+        frames.append(frame.select(*RAW_COLUMNS).withColumn("source_file", F.lit(str(path))))
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def _unpivot(frame, symbols):
+    from pyspark.sql import functions as F
+
+    pairs = F.array(*[F.struct(F.lit(s).alias("symbol"), F.col(f"`{s}`").alias("score"))
+                      for s in symbols])
+    return (frame.withColumn("_p", F.explode(pairs))
+            .select("stream_id", "ts", F.col("_p.symbol").alias("symbol"),
+                    F.col("_p.score").alias("score")))
+
+
+def checked(raw, domain):
+    """Raw rows with `reason` (null when the row is good) and typed ts and score."""
+    from pyspark.sql import functions as F
+
+    ts = F.try_to_timestamp(F.col("ts"))
+    score = F.col("score").try_cast("double")
+    reason = (F.when(F.col("stream_id").isNull() | (F.trim("stream_id") == ""),
+                     "missing stream_id")
+              .when(ts.isNull(), "unparseable timestamp")
+              .when(F.col("symbol").isNull() | ~F.col("symbol").isin(*domain), "unknown symbol")
+              .when(score.isNull(), "score is not a number")
+              .when(F.isnan(score), "score is NaN")
+              .when(score < 0, "negative score"))
+    return raw.withColumn("reason", reason).withColumn("ts_typed", ts) \
+              .withColumn("score_typed", score)
+
+
+def ingest_day(spark, settings: Settings, day: dt.date, run_id: str) -> IngestReport:
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    files = landing_files(settings, day)
+    rows = checked(read_raw(spark, files, settings.domain), settings.domain) \
+        .withColumn("batch_date", F.lit(day).cast("date")) \
+        .withColumn("ingest_time", F.current_timestamp()).cache()
+    good = rows.where(F.col("reason").isNull()).select(
+        "stream_id", "sensor_id", F.col("ts_typed").alias("ts"), "symbol",
+        F.col("score_typed").alias("score"), "batch_date", "source_file", "ingest_time")
+    bad = rows.where(F.col("reason").isNotNull()).select(
+        *RAW_COLUMNS, "reason", "source_file", "batch_date", "ingest_time")
+    bronze, quarantine = good.toArrow(), bad.toArrow()
+    rows.unpersist()
+    total = bronze.num_rows + quarantine.num_rows
+    reasons = {}
+    for r in quarantine["reason"].to_pylist():
+        reasons[r] = reasons.get(r, 0) + 1
+    report = IngestReport(day, len(files), total, bronze.num_rows, quarantine.num_rows, reasons)
+    if total and quarantine.num_rows / total > settings.max_quarantine_fraction:
+        raise IngestError(f"{report.line()}: quarantined fraction "
+                          f"{quarantine.num_rows / total:.3f} exceeds "
+                          f"max_quarantine_fraction {settings.max_quarantine_fraction}")
+    meta = {"run_id": run_id, "batch_date": day.isoformat(), "files": len(files)}
+    predicate = f"batch_date = '{day.isoformat()}'"
+    for name, table in ((BRONZE, bronze), (QUARANTINE, quarantine)):
+        table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
+        replace_partition(T.table_path(settings.lake_root, name), table, "batch_date",
+                          predicate, meta)
+    return report
+
+
+def replace_partition(path: Path, table, partition: str, predicate: str, meta: dict) -> None:
+    """Replace one day's rows of a table partitioned by `partition`, in one commit."""
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
+
+    props = CommitProperties(custom_metadata={k: str(v) for k, v in meta.items()})
+    if not DeltaTable.is_deltatable(str(path)):
+        path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(str(path), table, mode="append", partition_by=[partition],
+                        commit_properties=props)
+    else:
+        write_deltalake(str(path), table, mode="overwrite", predicate=predicate,
+                        commit_properties=props)
