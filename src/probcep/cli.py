@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "probcep.commands.plot",
     "probcep.commands.demo",
     "probcep.commands.run",
+    "probcep.commands.lake",
     "probcep.commands.approx",
 )
 

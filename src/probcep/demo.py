@@ -1,12 +1,12 @@
-"""The demo: several days of a bundled sample through the gold pipeline, scored.
+"""The demo and its sample: people walking a hallway and now and then visiting a room.
 
-The sample (`data/demo/`) is people walking a hallway and now and then visiting a room
-through its door, seen by readers that are sure in the hallway and unsure in the room
-(seed 000's real-data study: the readers hang in the hallway). It holds per-timestep
-distributions over Hallway, Door and Room, one day per file, and the true visits.
-`generate_sample` makes it (or a larger one); `run_demo` groups every registered pattern
-day after day on local Spark into the local Delta lake and compares the alerts with the
-true visits.
+The people are seen by RFID readers that miss and misread, more so in the room (seed
+000's real-data study: the readers hang in the hallway). `generate_landing` writes raw
+long-format readings, one folder per day (bundled: `data/sample/landing/`, three days,
+four people, three readers), with the true visits in `episodes.csv`; `generate_sample`
+writes per-timestep distributions instead (silver-like files, for `run --source`).
+`run_demo` takes every day of the landing folder through the whole pipeline and scores
+the room-visit alerts against the true visits.
 """
 
 from __future__ import annotations
@@ -131,53 +131,56 @@ def _readings(rng, truth: np.ndarray, stream_id: str) -> pd.DataFrame:
                          **{d: probs[:, i] for i, d in enumerate(DOMAIN)}})
 
 
-def load_sample(folder: Path) -> Sample:
-    files = {dt.date.fromisoformat(p.stem.removeprefix("distributions-")): p
-             for p in sorted(folder.glob("distributions-*.parquet"))}
-    if not files:
-        raise FileNotFoundError(f"{folder}: no distributions-<date>.parquet files")
-    return Sample(folder, sorted(files), folder / "episodes.csv")
+def run_demo(settings, echo=print):
+    """Every day of the landing folder through the whole pipeline; score the visits.
 
-
-def run_demo(sample: Sample, lake: Path, registry_path: Path, master: str | None = None,
-             echo=print) -> dict:
-    """Group every registered pattern day after day, publish alerts, score the visits."""
+    Returns the room-visit scorecard (None when the registry has no `room_visit`)."""
     from probcep.evaluation import score
     from probcep.gold import batch
     from probcep.gold import tables as T
     from probcep.gold.validate import validate_groups
-    from probcep.nightly import DistributionFiles, run_range, split
+    from probcep.nightly import LakeSilver, run_range
     from probcep.registry import load_registry
     from probcep.spark import spark_session
 
-    registry = load_registry(registry_path, DOMAIN)
-    exact, _ = split(registry.values())
-    spark = spark_session(master, app="probcep-demo")
-    echo(f"lake: {lake.resolve()}   patterns: {', '.join(registry)}")
-    run_range(spark, DistributionFiles(sample.folder), lake, list(registry.values()), DOMAIN,
-              sample.days[0], sample.days[-1], "demo", batch.Clock(EPOCH, STEP), echo=echo)
+    days = sorted(dt.date.fromisoformat(p.name) for p in settings.landing_dir.iterdir()
+                  if p.is_dir())
+    if not days:
+        raise FileNotFoundError(f"{settings.landing_dir}: no YYYY-MM-DD folders of readings")
+    source = LakeSilver(settings)
+    registry = load_registry(settings.registry, source.domain())
+    spark = spark_session(settings.spark_master, app="probcep-demo")
+    lake = settings.lake_root
+    echo(f"lake: {lake.resolve()}   days: {days[0]}..{days[-1]}   "
+         f"patterns: {', '.join(registry)}")
+    run_range(spark, source, lake, list(registry.values()), source.domain(), days[0],
+              days[-1], "demo", batch.Clock(settings.epoch, settings.step), echo=echo)
     groups = T.read_rows(T.table_path(lake, T.GROUPS), T.GROUP_SCHEMA).to_pandas()
     validate_groups(groups, docs_dir=lake / "gx")
     alerts = T.read_rows(T.table_path(lake, T.ALERTS), T.ALERT_SCHEMA).to_pandas()
-    episodes = pd.read_csv(sample.episodes)
-    last = max(sample.days)
-    per_day = int(dt.timedelta(days=1) / STEP)
-    episodes = episodes[episodes.t_end < ((last - EPOCH.date()).days + 1) * per_day]
     echo("")
-    for entry in exact:
-        mine = groups[groups.pattern == entry.name]
-        echo(f"{entry.name} `{entry.pattern}` ({entry.query.policy}, θ={entry.query.threshold},"
-             f" w={entry.query.window}): {len(mine)} groups, "
-             f"{int((alerts.pattern == entry.name).sum())} alerts at >= {entry.alert_threshold}")
+    for entry in registry.values():
+        if hasattr(entry, "query"):
+            mine = groups[groups.pattern == entry.name]
+            echo(f"{entry.name} `{entry.pattern}` ({entry.query.policy}, "
+                 f"θ={entry.query.threshold}, w={entry.query.window}): {len(mine)} groups, "
+                 f"{int((alerts.pattern == entry.name).sum())} alerts at >= "
+                 f"{entry.alert_threshold}")
     card = None
-    if VISIT_PATTERN in registry:  # the sample's ground truth is room visits
+    truth = settings.landing_dir / "episodes.csv"
+    if VISIT_PATTERN in registry and truth.exists():  # the sample's truth: room visits
+        episodes = pd.read_csv(truth)
+        end_t = int((dt.datetime.combine(days[-1] + dt.timedelta(1), dt.time())
+                     - settings.epoch) / settings.step)
+        episodes = episodes[episodes.t_end < end_t]
         card = score(episodes, groups[groups.pattern == VISIT_PATTERN],
                      alerts[alerts.pattern == VISIT_PATTERN])
         echo(f"\n{VISIT_PATTERN} against the true visits: {card.summary()}")
         echo("true visit -> most probable group overlapping it (cf. seed 000, Table 4):")
-        echo(card.episodes.head(12).to_string(index=False))
-    echo(f"\ntables: {', '.join(str(T.table_path(lake, n)) for n in (T.GROUPS, T.ALERTS))}")
+        echo(card.episodes.head(10).to_string(index=False))
+    echo(f"\ntables under {lake}: bronze/readings, bronze/quarantine, silver/distributions, "
+         f"{T.GROUPS}, {T.ALERTS}, {T.ALERT_CHANGES}, {T.STATES}")
     docs = sorted((lake / "gx").rglob("index.html"))
     if docs:
-        echo(f"Data Docs (gold expectations): {docs[0]}")
+        echo(f"Data Docs: {docs[0]}")
     return card

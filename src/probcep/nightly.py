@@ -1,12 +1,11 @@
-"""The nightly gold work for one day, a range of days (backfill), or a rerun.
+"""The nightly work for one day, a range of days (backfill), or a rerun.
 
-A day is: group every exact pattern (states carried from the previous day), check the
-day's groups against the gold expectations, publish alerts, and run the approximate
-patterns. Days of a range run in date order, since engine state flows night to night.
-
-Until the bronze/silver layer lands, silver comes from `DistributionFiles`: one Parquet
-file per day (`distributions-YYYY-MM-DD.parquet`) of `stream_id`, `t` and one
-probability column per symbol, which is what silver holds.
+A day is: (with `LakeSilver`) ingest the landing files into bronze, normalize them into
+silver and validate it; then group every exact pattern (states carried from the previous
+day), check the day's groups against the gold expectations, publish alerts, and run the
+approximate patterns. Days of a range run in date order, since engine state flows night
+to night. `DistributionFiles` (one Parquet file of distributions per day) stands in for
+silver where there are no raw readings, as in the demo.
 """
 
 from __future__ import annotations
@@ -48,6 +47,44 @@ class DistributionFiles:
 
 
 @dataclass(frozen=True)
+class LakeSilver:
+    """Silver in the lake, filled from the landing folder by ingest and normalize."""
+
+    settings: object  # probcep.settings.Settings
+
+    def domain(self) -> tuple[str, ...]:
+        return self.settings.silver_domain
+
+    def prepare(self, spark, day: dt.date, run_id: str, echo=print) -> None:
+        """Ingest and normalize the day, then validate its silver (raises on failure)."""
+        from probcep.lake.ingest import ingest_day
+        from probcep.lake.normalize import normalize_day
+
+        echo(ingest_day(spark, self.settings, day, run_id).line())
+        made = normalize_day(spark, self.settings, day, run_id)
+        from probcep.lake.validate import validate_silver
+
+        validate_silver(self.rows(spark, day), self.domain())
+        echo(f"{day}: silver {made['rows']} rows over {made['streams']} streams (validated)")
+
+    def read(self, spark, day: dt.date):
+        """The day's silver as the engine wants it: stream_id, t and the probabilities."""
+        return self.rows(spark, day).select("stream_id", "t",
+                                            *[f"`{d}`" for d in self.domain()])
+
+    def rows(self, spark, day: dt.date):
+        """The day's silver rows, all columns."""
+        from probcep.gold import tables as T
+        from probcep.lake.normalize import SILVER, read_delta
+
+        frame = read_delta(spark, T.table_path(self.settings.lake_root, SILVER),
+                           [("date", "=", day.isoformat())])
+        if frame is None:
+            raise FileNotFoundError(f"no silver for {day}: run `probcep normalize --date {day}`")
+        return frame
+
+
+@dataclass(frozen=True)
 class DayReport:
     day: dt.date
     groups: int
@@ -69,9 +106,11 @@ def split(entries) -> tuple[list[RegisteredPattern], list[RegisteredApprox]]:
     return exact, [e for e in entries if isinstance(e, RegisteredApprox)]
 
 
-def run_day(spark, source: DistributionFiles, lake: Path, entries, domain, day: dt.date,
-            run_id: str, clock: batch.Clock) -> DayReport:
+def run_day(spark, source, lake: Path, entries, domain, day: dt.date, run_id: str,
+            clock: batch.Clock, echo=print) -> DayReport:
     exact, approximate = split(entries)
+    if hasattr(source, "prepare"):
+        source.prepare(spark, day, run_id, echo)
     silver = source.read(spark, day)
     result, groups, _ = batch.group_day(spark, silver, lake, exact, domain, day, run_id, clock)
     validate_groups(groups.to_pandas())
@@ -94,7 +133,7 @@ def run_range(spark, source, lake, entries, domain, first, last, run_id, clock, 
     reports = []
     for day in days_between(first, last):
         reports.append(run_day(spark, source, lake, entries, domain, day,
-                               f"{run_id}-{day.isoformat()}", clock))
+                               f"{run_id}-{day.isoformat()}", clock, echo))
         echo(reports[-1].line())
     return reports
 
@@ -103,6 +142,9 @@ def rerun(spark, source, lake, entries, domain, first, last, run_id, clock, reas
           echo=print):
     """After a data fix to first..last: recompute from the states before `first`."""
     exact, approximate = split(entries)
+    if hasattr(source, "prepare"):  # re-ingest and re-normalize the fixed days
+        for day in days_between(first, last):
+            source.prepare(spark, day, run_id, echo)
     done = batch.rerun_days(spark, lambda d: source.read(spark, d), lake, exact, domain,
                             first, last, run_id, clock, metadata={"rerun_reason": reason})
     for d in done:

@@ -11,10 +11,12 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _common(p) -> None:
-    p.add_argument("--source", type=Path, default=ROOT / "data" / "demo",
-                   help="folder of distributions-YYYY-MM-DD.parquet (silver stand-in)")
-    p.add_argument("--lake", type=Path, default=ROOT / "lake" / "local")
-    p.add_argument("--registry", type=Path, default=ROOT / "patterns.yaml")
+    p.add_argument("--settings", type=Path, help="settings file (default probcep.yaml)")
+    p.add_argument("--source", type=Path,
+                   help="folder of distributions-YYYY-MM-DD.parquet to use as silver, "
+                        "skipping ingest and normalize")
+    p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
+    p.add_argument("--registry", type=Path, help="patterns registry (default: the settings')")
     p.add_argument("--pattern", action="append", metavar="NAME",
                    help="only this registered pattern (repeatable; default all)")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
@@ -41,20 +43,28 @@ def register(sub) -> None:
 
 
 def _setup(args):
-    from probcep.demo import EPOCH, STEP
+    import dataclasses
+
     from probcep.gold.batch import Clock
-    from probcep.nightly import DistributionFiles
+    from probcep.nightly import DistributionFiles, LakeSilver
     from probcep.registry import load_registry
+    from probcep.settings import load_settings
     from probcep.spark import spark_session
 
-    source = DistributionFiles(args.source)
+    settings = load_settings(args.settings)
+    if args.lake:
+        settings = dataclasses.replace(settings, lake_root=args.lake)
+    source = DistributionFiles(args.source) if args.source else LakeSilver(settings)
     domain = source.domain()
-    registry = load_registry(args.registry, domain)
+    registry_path = args.registry or settings.registry
+    registry = load_registry(registry_path, domain)
     unknown = [n for n in args.pattern or [] if n not in registry]
     if unknown:
-        raise ValueError(f"{args.registry}: no pattern(s) {unknown}; known: {list(registry)}")
+        raise ValueError(f"{registry_path}: no pattern(s) {unknown}; known: {list(registry)}")
     entries = [registry[n] for n in (args.pattern or registry)]
-    return spark_session(args.master), source, domain, entries, Clock(EPOCH, STEP)
+    spark = spark_session(args.master or settings.spark_master)
+    args.lake = settings.lake_root
+    return spark, source, domain, entries, Clock(settings.epoch, settings.step)
 
 
 def run(args: argparse.Namespace) -> int:
