@@ -1,0 +1,153 @@
+"""Ingest and normalize on local Spark and a temporary lake."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+
+from probcep.lake.ingest import BRONZE, QUARANTINE, IngestError, ingest_day
+from probcep.lake.normalize import SILVER, normalize_day
+from probcep.lake.validate import SilverValidationError, validate_silver
+from probcep.nightly import LakeSilver
+from probcep.settings import SettingsError, load_settings
+
+pytestmark = pytest.mark.slow
+DAY = dt.date(2026, 1, 1)
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return dataclasses.replace(load_settings(), landing_dir=tmp_path / "landing",
+                               lake_root=tmp_path / "lake", max_quarantine_fraction=0.5)
+
+
+def long_rows():
+    return pd.DataFrame({
+        "stream_id": ["a", "a", "a", "b", None, "b", "b", "b"],
+        "sensor_id": ["r1", "r2", "r1", "r1", "r1", "r1", "r2", "r1"],
+        "ts": ["2026-01-01T00:00:10", "2026-01-01T00:00:50", "2026-01-01T00:02:05",
+               "2026-01-01T00:01:00", "2026-01-01T00:01:00", "not a time",
+               "2026-01-01T00:03:00", "2026-01-01T00:04:00"],
+        "symbol": ["Door", "Room", "Room", "Hallway", "Door", "Door", "Kitchen", "Door"],
+        "score": ["0.5", "1.5", "2", "1", "1", "1", "1", "-3"],
+    })
+
+
+def write(settings, frame, name):
+    folder = settings.landing_dir / DAY.isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if name.endswith(".csv"):
+        frame.to_csv(path, index=False)
+    elif name.endswith(".jsonl"):
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path, index=False)
+
+
+def table(settings, name):
+    return DeltaTable(str(settings.lake_root / name)).to_pandas()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_every_bad_row_is_quarantined_and_nothing_is_lost(spark, settings, fmt):
+    write(settings, long_rows(), f"r.{fmt}")
+    report = ingest_day(spark, settings, DAY, "run-1")
+    assert (report.rows, report.bronze, report.quarantined) == (8, 4, 4)
+    assert report.reasons == {"missing stream_id": 1, "unparseable timestamp": 1,
+                              "unknown symbol": 1, "negative score": 1}
+    bronze, quarantine = table(settings, BRONZE), table(settings, QUARANTINE)
+    assert len(bronze) + len(quarantine) == len(long_rows())
+    assert set(quarantine.source_file.map(lambda p: p.rsplit("/", 1)[-1])) == {f"r.{fmt}"}
+    ingest_day(spark, settings, DAY, "run-2")  # a rerun replaces the day
+    assert len(table(settings, BRONZE)) == 4 and len(table(settings, QUARANTINE)) == 4
+
+
+def test_wide_rows_become_readings(spark, settings):
+    wide = pd.DataFrame({"stream_id": ["w", "w"], "ts": ["2026-01-01T00:00:00",
+                                                         "2026-01-01T00:01:00"],
+                         "Hallway": [0.2, 0.0], "Door": [0.8, 0.5], "Room": [0.0, 0.5]})
+    write(settings, wide, "wide.csv")
+    assert ingest_day(spark, settings, DAY, "r").bronze == 6
+
+
+def test_too_much_quarantine_fails(spark, settings):
+    write(settings, long_rows(), "r.csv")
+    strict = dataclasses.replace(settings, max_quarantine_fraction=0.1)
+    with pytest.raises(IngestError, match="exceeds max_quarantine_fraction 0.1"):
+        ingest_day(spark, strict, DAY, "r")
+
+
+@pytest.mark.parametrize("gap,expected_t2", [
+    ("no_reading", {"NoReading": 1.0}),
+    ("uniform", {"Hallway": 1 / 3, "Door": 1 / 3, "Room": 1 / 3}),
+    ("hold_last", {"Room": 1.0}),
+])
+def test_normalize_aggregates_normalizes_and_fills_gaps(spark, settings, gap, expected_t2):
+    settings = dataclasses.replace(settings, gap_policy=gap)
+    write(settings, long_rows(), "r.csv")
+    ingest_day(spark, settings, DAY, "r")
+    made = normalize_day(spark, settings, DAY, "r")
+    assert made == {"rows": 2 * 1440, "streams": 2}
+    silver = table(settings, SILVER).sort_values(["stream_id", "t"]).set_index(["stream_id",
+                                                                               "t"])
+    cols = list(settings.silver_domain)
+    assert np.allclose(silver[cols].sum(axis=1), 1.0, atol=1e-12)
+    # stream a, t=0: Door 0.5 and Room 1.5 summed over readers -> 0.25 / 0.75
+    assert silver.loc[("a", 0), "Door"] == pytest.approx(0.25)
+    assert silver.loc[("a", 0), "Room"] == pytest.approx(0.75)
+    got = silver.loc[("a", 3), cols]  # a read Room at t=2, nothing at t=3
+    want = pd.Series({c: expected_t2.get(c, 0.0) for c in cols})
+    assert np.allclose(got.to_numpy(), want[cols].to_numpy())
+    validate_silver(LakeSilver(settings).rows(spark, DAY), settings.silver_domain)
+
+
+def test_broken_silver_fails_with_a_readable_report(spark, settings):
+    from pyspark.sql import functions as F
+
+    write(settings, long_rows(), "r.csv")
+    ingest_day(spark, settings, DAY, "r")
+    normalize_day(spark, settings, DAY, "r")
+    rows = LakeSilver(settings).rows(spark, DAY)
+    broken = rows.withColumn("Door", F.when(F.col("t") == 5, F.lit(0.9))
+                             .otherwise(F.col("Door"))).where(F.col("t") != 9)
+    with pytest.raises(SilverValidationError) as err:
+        validate_silver(broken, settings.silver_domain)
+    text = str(err.value)
+    assert "each row sums to 1 within 1e-9: 2 rows break it" in text
+    assert "no gaps in t per stream: 2 rows break it" in text
+
+
+def test_one_stream_hour_reads_one_days_files(spark, settings):
+    """Silver is partitioned by date: an hour of one stream lists one partition's files."""
+    write(settings, long_rows(), "r.csv")
+    for day in (DAY, DAY + dt.timedelta(1)):
+        folder = settings.landing_dir / day.isoformat()
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = long_rows()
+        rows["ts"] = rows.ts.str.replace("2026-01-01", day.isoformat())
+        rows.to_csv(folder / "r.csv", index=False)
+        ingest_day(spark, settings, day, "r")
+        normalize_day(spark, settings, day, "r")
+    table = DeltaTable(str(settings.lake_root / SILVER))
+    all_files = table.file_uris()
+    hour = table.file_uris(partition_filters=[("date", "=", DAY.isoformat())])
+    assert len(all_files) >= 2 and len(hour) < len(all_files)
+
+
+def test_bad_settings_name_the_setting(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("lake_root: x\nlanding_dir: y\ntimestep_seconds: 7\n"
+                    "epoch: '2026-01-01T00:00:00'\ndomain: [A]\n")
+    with pytest.raises(SettingsError, match="'timestep_seconds'"):
+        load_settings(path, env={})
+    path.write_text(path.read_text().replace("7", "60"))
+    with pytest.raises(SettingsError, match="PROBCEP_GAP_POLICY"):
+        load_settings(path, env={"PROBCEP_GAP_POLICY": "guess"})
+    loaded = load_settings(path, env={"PROBCEP_LAKE_ROOT": "/data/lake"})
+    assert loaded.lake_root.as_posix() == "/data/lake"
