@@ -108,18 +108,29 @@ def split(entries) -> tuple[list[RegisteredPattern], list[RegisteredApprox]]:
 
 def run_day(spark, source, lake: Path, entries, domain, day: dt.date, run_id: str,
             clock: batch.Clock, echo=print) -> DayReport:
-    exact, approximate = split(entries)
+    """The whole night: prepare silver (lake), group and validate, alerts."""
     if hasattr(source, "prepare"):
         source.prepare(spark, day, run_id, echo)
+    result, found = group_patterns(spark, source, lake, entries, domain, day, run_id, clock)
+    alerts = batch.publish_alerts(lake, split(entries)[0], day, run_id)
+    return DayReport(day, result.groups, result.streams, alerts.added, alerts.retracted, found)
+
+
+def group_patterns(spark, source, lake: Path, entries, domain, day: dt.date, run_id: str,
+                   clock: batch.Clock):
+    """Group the exact patterns and check their gold rows; match the approximate ones."""
+    exact, approximate = split(entries)
     silver = source.read(spark, day)
-    result, groups, _ = batch.group_day(spark, silver, lake, exact, domain, day, run_id, clock)
-    validate_groups(groups.to_pandas())
-    alerts = batch.publish_alerts(lake, exact, day, run_id)
+    result = batch.DayResult(0, 0, False, False)
+    if exact:
+        result, groups, _ = batch.group_day(spark, silver, lake, exact, domain, day, run_id,
+                                            clock)
+        validate_groups(groups.to_pandas())
     found = None
     if approximate:
         found = approx.approx_day(spark, silver, lake, approximate, domain, day,
                                   run_id)["matches"]
-    return DayReport(day, result.groups, result.streams, alerts.added, alerts.retracted, found)
+    return result, found
 
 
 def days_between(first: dt.date, last: dt.date) -> list[dt.date]:

@@ -32,6 +32,18 @@ def register(sub) -> None:
     p.add_argument("--to", dest="last", type=dt.date.fromisoformat)
     _common(p)
     p.set_defaults(handler=run)
+    g = sub.add_parser("group-day", help="group a day of silver (no ingest, no alerts)",
+                       description="Group a day of silver for the registered patterns and "
+                                   "check the gold rows; the Airflow DAG maps it per pattern.")
+    g.add_argument("--date", type=dt.date.fromisoformat, required=True)
+    _common(g)
+    g.set_defaults(handler=group_day)
+    a = sub.add_parser("alerts", help="publish a day's alerts and print what changed",
+                       description="Replace a day's alerts from its groups; print how many "
+                                   "were added and retracted.")
+    a.add_argument("--date", type=dt.date.fromisoformat, required=True)
+    _common(a)
+    a.set_defaults(handler=alerts)
     r = sub.add_parser("rerun", help="recompute days after a data fix and report alert changes",
                        description="Recompute groups, states and alerts from --from on, "
                                    "stopping once the engine states agree again.")
@@ -92,4 +104,27 @@ def rerun(args: argparse.Namespace) -> int:
     print(f"{run_id}: {len(done)} days recomputed, alerts added {added}, retracted "
           f"{retracted} (gold/alert_changes, changed_by_run = '{run_id}')"
           + (f"; reason: {args.reason}" if args.reason else ""))
+    return 0
+
+
+def group_day(args: argparse.Namespace) -> int:
+    from probcep.nightly import group_patterns
+
+    spark, source, domain, entries, clock = _setup(args)
+    result, found = group_patterns(spark, source, args.lake, entries, domain, args.date,
+                                   f"group-{uuid.uuid4().hex[:8]}", clock)
+    print(f"{args.date}: {result.groups} groups final over {result.streams} streams "
+          f"(validated)" + ("" if found is None else f", approximate match classes {found}"))
+    return 0
+
+
+def alerts(args: argparse.Namespace) -> int:
+    from probcep.gold.batch import publish_alerts
+    from probcep.nightly import split
+
+    _, _, _, entries, _ = _setup(args)
+    run_id = f"alerts-{uuid.uuid4().hex[:8]}"
+    changes = publish_alerts(args.lake, split(entries)[0], args.date, run_id)
+    print(f"{args.date}: alerts added {changes.added}, retracted {changes.retracted} "
+          f"(run {run_id})")
     return 0
