@@ -38,6 +38,12 @@ def register(sub) -> None:
     g.add_argument("--date", type=dt.date.fromisoformat, required=True)
     _common(g)
     g.set_defaults(handler=group_day)
+    v = sub.add_parser("validate-gold", help="check a day's gold groups against the suite",
+                       description="Validate the day's gold/groups rows with the gold "
+                                   "expectations (expectations/gold_groups.json).")
+    v.add_argument("--date", type=dt.date.fromisoformat, required=True)
+    _common(v)
+    v.set_defaults(handler=validate_gold)
     a = sub.add_parser("alerts", help="publish a day's alerts and print what changed",
                        description="Replace a day's alerts from its groups; print how many "
                                    "were added and retracted.")
@@ -127,4 +133,16 @@ def alerts(args: argparse.Namespace) -> int:
     changes = publish_alerts(args.lake, split(entries)[0], args.date, run_id)
     print(f"{args.date}: alerts added {changes.added}, retracted {changes.retracted} "
           f"(run {run_id})")
+    return 0
+
+
+def validate_gold(args: argparse.Namespace) -> int:
+    from probcep.gold.batch import read_day_groups
+    from probcep.gold.validate import validate_groups
+    from probcep.nightly import split
+
+    _, _, _, entries, _ = _setup(args)
+    rows = read_day_groups(args.lake, split(entries)[0], args.date).to_pandas()
+    validate_groups(rows, docs_dir=args.lake / "gx")
+    print(f"{args.date}: {len(rows)} gold groups passed the gold expectations")
     return 0

@@ -1,0 +1,11 @@
+"""spark-submit entry point for `probcep validate-gold`:
+
+    spark-submit jobs/validate_gold.py --date YYYY-MM-DD
+"""
+
+import sys
+
+from probcep.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["validate-gold", *sys.argv[1:]]))
