@@ -67,6 +67,15 @@ class LakeSilver:
         validate_silver(self.rows(spark, day), self.domain())
         echo(f"{day}: silver {made['rows']} rows over {made['streams']} streams (validated)")
 
+    def version(self) -> int:
+        """The silver table's Delta version: gold commits name the version they read."""
+        from deltalake import DeltaTable
+
+        from probcep.gold import tables as T
+        from probcep.lake.normalize import SILVER
+
+        return DeltaTable(str(T.table_path(self.settings.lake_root, SILVER))).version()
+
     def read(self, spark, day: dt.date):
         """The day's silver as the engine wants it: stream_id, t and the probabilities."""
         return self.rows(spark, day).select("stream_id", "t",
@@ -121,10 +130,11 @@ def group_patterns(spark, source, lake: Path, entries, domain, day: dt.date, run
     """Group the exact patterns and check their gold rows; match the approximate ones."""
     exact, approximate = split(entries)
     silver = source.read(spark, day)
+    read = {"silver_version": source.version()} if hasattr(source, "version") else {}
     result = batch.DayResult(0, 0, False, False)
     if exact:
         result, groups, _ = batch.group_day(spark, silver, lake, exact, domain, day, run_id,
-                                            clock)
+                                            clock, metadata=read)
         validate_groups(groups.to_pandas())
     found = None
     if approximate:

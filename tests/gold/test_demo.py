@@ -26,6 +26,10 @@ def test_demo_finds_the_true_visits(spark, tmp_path):
     text = "\n".join(lines)
     assert "against the true visits" in text and "quarantine" in text
     assert (tmp_path / "lake" / "silver" / "distributions" / "_delta_log").is_dir()
+    from deltalake import DeltaTable
+
+    commit = DeltaTable(str(tmp_path / "lake" / "gold" / "groups")).history()[0]
+    assert commit["silver_version"].isdigit() and commit["run_id"].startswith("demo-")
 
 
 def test_bundled_sample_is_there():
