@@ -151,3 +151,19 @@ def test_bad_settings_name_the_setting(tmp_path):
         load_settings(path, env={"PROBCEP_GAP_POLICY": "guess"})
     loaded = load_settings(path, env={"PROBCEP_LAKE_ROOT": "/data/lake"})
     assert loaded.lake_root.as_posix() == "/data/lake"
+
+
+def test_bronze_suite_catches_what_ingest_must_never_let_through(spark, settings):
+    from probcep.lake.validate import LakeValidationError, validate_bronze
+
+    rows = spark.createDataFrame(
+        [("a", "r1", dt.datetime(2026, 1, 1), "Door", 1.0, DAY, "f", dt.datetime(2026, 1, 1)),
+         ("a", "r1", dt.datetime(2026, 1, 1), "Kitchen", -1.0, DAY, "f",
+          dt.datetime(2026, 1, 1))],
+        "stream_id string, sensor_id string, ts timestamp, symbol string, score double, "
+        "batch_date date, source_file string, ingest_time timestamp")
+    validate_bronze(rows.limit(1), settings.domain)
+    with pytest.raises(LakeValidationError) as err:
+        validate_bronze(rows, settings.domain)
+    assert str(err.value).startswith("bronze.readings failed its expectations:")
+    assert "expect_column_values_to_be_in_set" in str(err.value)

@@ -6,7 +6,9 @@ Raw files are CSV, JSON lines or Parquet, in either layout users have:
 Wide rows are unpivoted into long ones (score = the symbol's probability), so everything
 downstream sees one layout. Every row is checked with Spark expressions; a bad row goes
 to `bronze/quarantine` with the first reason it fails and its source file, so
-bronze rows + quarantined rows = input rows. Rerunning a day replaces that day.
+bronze rows + quarantined rows = input rows. The good rows pass the bronze suite
+(`expectations/bronze_readings.json`) before anything is written. Rerunning a day
+replaces that day.
 """
 
 from __future__ import annotations
@@ -117,6 +119,9 @@ def ingest_day(spark, settings: Settings, day: dt.date, run_id: str) -> IngestRe
         F.col("score_typed").alias("score"), "batch_date", "source_file", "ingest_time")
     bad = rows.where(F.col("reason").isNotNull()).select(
         *RAW_COLUMNS, "reason", "source_file", "batch_date", "ingest_time")
+    from probcep.lake.validate import validate_bronze
+
+    validate_bronze(good, settings.domain)  # the bronze suite, before anything is written
     bronze, quarantine = good.toArrow(), bad.toArrow()
     rows.unpersist()
     total = bronze.num_rows + quarantine.num_rows

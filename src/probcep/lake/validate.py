@@ -1,9 +1,10 @@
-"""Silver expectations with Great Expectations on Spark: `expectations/silver_distributions.json`.
+"""Bronze and silver expectations with Great Expectations on Spark DataFrames.
 
-The suite is a template over the silver symbols (`{symbol}` expands to one expectation
-per symbol, `{row_sum}` to the SQL sum of their columns); row sums and gaps are SQL
-checks (UnexpectedRowsExpectation). A failing validation raises `SilverValidationError`
-with a readable report; Data Docs are built under `<lake_root>/gx`.
+Suites are templates in `expectations/`: in the silver suite `{symbol}` expands to one
+expectation per silver symbol and `{row_sum}` to the SQL sum of their columns (row sums
+and gaps are SQL checks, UnexpectedRowsExpectation); in the bronze suite `"{domain}"`
+becomes the list of symbols. A failing validation raises `LakeValidationError` with a
+readable report; with `docs_dir`, Data Docs are built there.
 """
 
 from __future__ import annotations
@@ -11,19 +12,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SUITE = Path(__file__).resolve().parents[3] / "expectations" / "silver_distributions.json"
+SUITES = Path(__file__).resolve().parents[3] / "expectations"
+SUITE = SUITES / "silver_distributions.json"
+BRONZE_SUITE = SUITES / "bronze_readings.json"
 
 
-class SilverValidationError(ValueError):
-    """Silver rows that break the silver expectations."""
+class LakeValidationError(ValueError):
+    """Rows that break their table's expectations."""
 
+
+SilverValidationError = LakeValidationError
 
 def expand(spec: dict, symbols) -> list[dict]:
     """The suite's expectations with the symbol placeholders filled in."""
     row_sum = " + ".join(f"`{s}`" for s in symbols)
     out = []
     for e in spec["expectations"]:
-        text = json.dumps(e)
+        text = json.dumps(e).replace('"{domain}"', json.dumps(list(symbols)))
         if "{symbol}" in text:
             out += [json.loads(text.replace("{symbol}", s)) for s in symbols]
         else:
@@ -31,8 +36,14 @@ def expand(spec: dict, symbols) -> list[dict]:
     return out
 
 
+def validate_bronze(frame, domain, docs_dir: Path | None = None):
+    """Validate a Spark DataFrame of bronze readings; raises on failure."""
+    return validate_silver(frame, domain, docs_dir, BRONZE_SUITE)
+
+
 def validate_silver(frame, symbols, docs_dir: Path | None = None, suite_path: Path = SUITE):
-    """Validate a Spark DataFrame of silver rows; returns GX's result, raises on failure."""
+    """Validate a Spark DataFrame with a suite (silver's by default); returns GX's result,
+    raises LakeValidationError on failure."""
     import great_expectations as gx
     from great_expectations.expectations.expectation_configuration import (
         ExpectationConfiguration,
@@ -44,23 +55,23 @@ def validate_silver(frame, symbols, docs_dir: Path | None = None, suite_path: Pa
     suite = context.suites.add_or_update(gx.ExpectationSuite(
         name=spec["name"],
         expectations=[ExpectationConfiguration(**e) for e in expand(spec, symbols)]))
-    source = context.data_sources.add_or_update_spark("silver")
-    asset = next((a for a in source.assets if a.name == "distributions"), None) or \
-        source.add_dataframe_asset("distributions")
+    source = context.data_sources.add_or_update_spark("lake")
+    asset = next((a for a in source.assets if a.name == spec["name"]), None) or \
+        source.add_dataframe_asset(spec["name"])
     batch = next((b for b in asset.batch_definitions if b.name == "day"), None) or \
         asset.add_batch_definition_whole_dataframe("day")
     definition = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name="silver_distributions", data=batch, suite=suite))
+        gx.ValidationDefinition(name=spec["name"], data=batch, suite=suite))
     result = definition.run(batch_parameters={"dataframe": frame})
     if docs_dir is not None:
         context.build_data_docs()
     if not result.success:
-        raise SilverValidationError(report(result))
+        raise LakeValidationError(report(result, spec["name"]))
     return result
 
 
-def report(result) -> str:
-    lines = ["silver.distributions failed its expectations:"]
+def report(result, table: str = "silver_distributions") -> str:
+    lines = [f"{table.replace('_', '.', 1)} failed its expectations:"]
     for r in result.results:
         if r.success:
             continue
