@@ -30,6 +30,12 @@ def test_demo_finds_the_true_visits(spark, tmp_path):
 
     commit = DeltaTable(str(tmp_path / "lake" / "gold" / "groups")).history()[0]
     assert commit["silver_version"].isdigit() and commit["run_id"].startswith("demo-")
+    from probcep.cli import main
+
+    png = tmp_path / "visit.png"
+    assert main(["plot", "--lake", str(tmp_path / "lake"), "--stream", "person-0",
+                 "--pattern", "room_visit", "--from", "0", "--to", "600", "-o", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_bundled_sample_is_there():

@@ -13,11 +13,15 @@ from probcep.streams import read_blocks
 
 def register(sub) -> None:
     p = sub.add_parser("plot", help="draw one stream's distributions and its groups as a PNG",
-                       description="Run PATTERN over one stream of INPUT (the format of "
-                                   "`probcep group`) and draw the stream with its groups.")
-    p.add_argument("input", metavar="INPUT", type=Path)
+                       description="Draw one stream with its groups: from the lake (silver "
+                                   "and gold/groups of the registered pattern NAME, with "
+                                   "--lake), or by running PATTERN over a stream file INPUT "
+                                   "(the format of `probcep group`).")
+    p.add_argument("input", metavar="INPUT", type=Path, nargs="?")
+    p.add_argument("--lake", type=Path, help="read silver and gold from this lake instead")
     p.add_argument("--stream", required=True, help="stream_id to draw")
-    p.add_argument("--pattern", required=True)
+    p.add_argument("--pattern", required=True,
+                   help="a pattern (with INPUT) or a registered pattern's name (with --lake)")
     p.add_argument("--policy", choices=("single", "complete"), default="complete")
     p.add_argument("--threshold", type=float, default=0.0, metavar="θ")
     p.add_argument("--window", type=int, default=None, metavar="W")
@@ -28,6 +32,38 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.input is None) == (args.lake is None):
+        raise ValueError("give either INPUT (a stream file) or --lake (silver and gold)")
+    return from_lake(args) if args.lake else from_file(args)
+
+
+def from_lake(args: argparse.Namespace) -> int:
+    """Silver rows and stored groups of one stream and pattern, from the lake's tables."""
+    from probcep.gold import tables as T
+    from probcep.lake.normalize import SILVER
+    from probcep.plot import plot_stream
+
+    lo = args.t_from if args.t_from is not None else -(2 ** 62)
+    hi = args.t_to if args.t_to is not None else 2 ** 62
+    silver = T.read_rows(args.lake / SILVER, None, [("stream_id", "=", args.stream),
+                                                      ("t", ">=", lo), ("t", "<=", hi)])
+    if not silver.num_rows:
+        raise ValueError(f"{args.lake / SILVER}: no silver rows for stream {args.stream!r} "
+                         f"in t={args.t_from}..{args.t_to}")
+    silver = silver.to_pandas().sort_values("t")
+    domain = [c for c in silver.columns if c not in ("stream_id", "t", "ts", "date")]
+    groups = T.read_rows(T.table_path(args.lake, T.GROUPS), T.GROUP_SCHEMA,
+                         [("pattern", "=", args.pattern), ("stream_id", "=", args.stream),
+                          ("t_end", ">=", int(silver.t.iloc[0])),
+                          ("t_start", "<=", int(silver.t.iloc[-1]))]).to_pylist()
+    title = f"{args.stream}: {args.pattern} (from {args.lake}) — {len(groups)} groups"
+    out = plot_stream(args.output, silver.t.to_numpy(), silver[domain].to_numpy(), domain,
+                      groups, title)
+    print(f"wrote {out} ({len(groups)} groups in t={silver.t.iloc[0]}..{silver.t.iloc[-1]})")
+    return 0
+
+
+def from_file(args: argparse.Namespace) -> int:
     from probcep.plot import plot_stream
 
     domain, blocks = read_blocks(args.input)

@@ -54,9 +54,11 @@ def read_rows(path: Path, schema: pa.Schema, filters=None, version: int | None =
     from deltalake import DeltaTable
 
     if not DeltaTable.is_deltatable(str(path)):
+        if schema is None:
+            raise FileNotFoundError(f"{path}: no Delta table here")
         return schema.empty_table()
-    table = DeltaTable(str(path), version=version)
-    return table.to_pyarrow_table(filters=filters or None).select(schema.names)
+    table = DeltaTable(str(path), version=version).to_pyarrow_table(filters=filters or None)
+    return table if schema is None else table.select(schema.names)
 
 
 def replace_rows(path: Path, rows: pa.Table, predicate: str, selected: pa.Table,
