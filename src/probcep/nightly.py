@@ -151,8 +151,10 @@ def days_between(first: dt.date, last: dt.date) -> list[dt.date]:
 
 def run_range(spark, source, lake, entries, domain, first, last, run_id, clock, echo=print):
     """A backfill: every day from first to last, in order."""
+    from tqdm import tqdm
+
     reports = []
-    for day in days_between(first, last):
+    for day in tqdm(days_between(first, last), desc="days", unit="day", leave=False):
         reports.append(run_day(spark, source, lake, entries, domain, day,
                                f"{run_id}-{day.isoformat()}", clock, echo))
         echo(reports[-1].line())
