@@ -116,12 +116,12 @@ def test_the_rerun_dag_recomputes_a_changed_day_and_reports_alert_changes(world)
     assert gold(lake, "groups").equals(gold(cli, "groups"))
     assert gold(lake, "alerts").equals(gold(cli, "alerts"))
     changes = gold(lake, "alert_changes")
-    mine = changes[changes["changed_by_run"].isin(eval_runs(report[1]))]
+    mine = changes[changes["changed_by_run"].isin(run_ids(report[1]))]
     assert (mine["change"] == "added").sum() == added
     assert (mine["change"] == "retracted").sum() == retracted
 
 
-def eval_runs(text: str) -> list[str]:
+def run_ids(text: str) -> list[str]:
     return [r.strip().strip("'\"") for r in text.split(",") if r.strip()]
 
 
