@@ -1,18 +1,25 @@
 """Run the engine per stream on Spark executors: one batch of silver plus saved states in,
 final groups and new states out.
 
-Streams are independent, so they are the unit of parallelism. Silver rows and saved
-engine states travel in one DataFrame (their union by name), hash-partitioned on
-`stream_id`, so every row and state of a stream lands in the same task. The task splits
-its partition into streams itself, with NumPy, and runs every registered pattern over each
-stream with `StreamMatcher`, resuming from the saved state. One output DataFrame carries
-both kinds of rows (`kind` = "group" or "state") so the batch is read once; the caller
-splits it and writes each to its Delta table.
+Streams are independent, so they are the unit of parallelism. Every row and state of a
+stream must reach the same task, which needs one shuffle on `stream_id`; what goes
+through it is kept small in rows, because Spark's cost is per row (UnsafeRow, shuffle
+records, Arrow conversion) far more than per byte:
 
-Why not `groupBy().cogroup().applyInArrow()`: that sorts both sides by stream in the JVM
-and ships each stream to Python as its own Arrow batches; on the benchmark
-(benchmarks/grouping_job.py) the sort and the per-stream round trips cost more than the
-engine itself.
+1. map side, over the silver rows as they are stored: each Arrow batch is packed into one
+   row per stream it holds (`stream_id`, the block's `t` values and its probabilities as
+   raw bytes);
+2. the packed blocks and the saved states (their union by name) are hash-partitioned on
+   `stream_id`; each task unpacks its blocks, orders every stream by `t` with NumPy and
+   runs every registered pattern over it with `StreamMatcher`, resuming from the saved
+   state.
+
+One output DataFrame carries both kinds of rows (`kind` = "group" or "state") so the batch
+is read once; the caller splits it and writes each to its Delta table.
+
+Why not `groupBy().cogroup().applyInArrow()` over the rows: that shuffles and sorts every
+silver row in the JVM and ships each stream to Python as its own Arrow batches; on the
+benchmark (benchmarks/grouping_job.py) that costs several times the engine itself.
 """
 
 from __future__ import annotations
@@ -42,38 +49,102 @@ _OUTPUT = pa.schema([
     ("t_end", pa.int64()), ("probability", pa.float64()), ("n_matches", pa.int64()),
     ("max_match_probability", pa.float64()), ("next_t", pa.int64()), ("state", pa.binary()),
 ])
+_BLOCKS = pa.schema([("stream_id", pa.string()), ("t_block", pa.binary()),
+                     ("p_block", pa.binary())])
 _STATE_COLUMNS = ["stream_id", "pattern", "pattern_version", "next_t", "state"]
+#: The map side's rows: one block of one stream's silver rows, as raw little-endian bytes.
+BLOCK_SCHEMA = "stream_id string, t_block binary, p_block binary"
+
+
+def pack_blocks(batch: pa.RecordBatch, domain: tuple[str, ...]) -> pa.RecordBatch:
+    """One row per stream in a batch of silver rows: its `t` (int64) and probabilities
+    (float64, row-major, one column per domain symbol) as bytes, in the batch's order."""
+    encoded = pc.dictionary_encode(batch["stream_id"])
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    stored_by_stream = (np.diff(codes) >= 0).all()  # codes number streams as they appear
+    order = slice(None) if stored_by_stream else np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+    t = np.ascontiguousarray(batch["t"].to_numpy(zero_copy_only=False)[order], np.int64)
+    probs = np.empty((len(t), len(domain)))
+    for i, d in enumerate(domain):
+        probs[:, i] = batch[d].to_numpy(zero_copy_only=False)[order]
+    return pa.record_batch({"stream_id": encoded.dictionary,
+                            "t_block": _binary(t, bounds * t.itemsize),
+                            "p_block": _binary(probs, bounds * probs[:1].nbytes)},
+                           schema=_BLOCKS)
+
+
+def _binary(values: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """A binary array over `values`' bytes, element k being bytes offsets[k]:offsets[k+1]."""
+    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1,
+                                 [None, pa.py_buffer(offsets.astype(np.int32)),
+                                  pa.py_buffer(values)])
+
+
+def _streams(blocks: pa.Table, codes: np.ndarray, n_streams: int, n_symbols: int):
+    """The blocks' rows ordered by stream and, within a stream, by block start; and where
+    each stream's rows begin and end. `codes` gives each block's stream.
+
+    Rows are only moved when blocks arrive out of that order. Returns (t, probs, bounds):
+    stream `code` holds rows bounds[code]:bounds[code + 1].
+    """
+    t = _values(blocks["t_block"], np.int64)
+    probs = _values(blocks["p_block"], np.float64).reshape(-1, n_symbols)
+    lengths = pc.binary_length(blocks["t_block"]).to_numpy() // t.itemsize
+    starts = np.cumsum(lengths) - lengths
+    order = np.lexsort((t[starts], codes))
+    if (order != np.arange(len(order))).any():
+        rows = _ranges(starts[order], lengths[order])
+        t, probs = t[rows], probs[rows]
+    counts = np.bincount(codes, weights=lengths, minlength=n_streams).astype(np.int64)
+    return t, probs, np.r_[0, np.cumsum(counts)]
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The row numbers of ranges starts[k]:starts[k] + lengths[k], one after another."""
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1]) + np.repeat(starts - (ends - lengths), lengths)
+
+
+def _values(column: pa.ChunkedArray, dtype) -> np.ndarray:
+    """All elements of a binary column, concatenated, viewed as `dtype`."""
+    array = column.combine_chunks()
+    if not len(array):
+        return np.zeros(0, dtype)
+    offsets = np.frombuffer(array.buffers()[1], np.int32, len(array) + 1, array.offset * 4)
+    data = np.frombuffer(array.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]
+    return data.view(dtype)
 
 
 def group_partition(table: pa.Table, patterns: list[RegisteredPattern],
                     domain: tuple[str, ...], final: bool) -> pa.Table:
     """All patterns over every stream in one partition, resumed from the saved states.
 
-    table: the union of silver rows (`stream_id`, `t`, one probability column per domain
-    symbol; `pattern` null) and state rows (STATE_SCHEMA; `t` null), holding every row of
-    each stream it mentions. States of pattern versions not in `patterns` are ignored.
+    table: the union of packed silver blocks (BLOCK_SCHEMA; `pattern` null) and state rows
+    (STATE_SCHEMA; `t_block` null), holding every block and state of each stream it
+    mentions. States of pattern versions not in `patterns` are ignored.
     final: the batch ends the streams, so every open group is emitted and no state kept.
     Returns rows of OUTPUT_SCHEMA, built column-wise (no Python object per group).
     """
     encoded = pc.dictionary_encode(table["stream_id"].combine_chunks())
     names, codes = encoded.dictionary, encoded.indices.to_numpy()
     is_state = table["pattern"].is_valid().to_numpy(zero_copy_only=False)
-    rows = table.filter(pa.array(~is_state))
-    t, probs, bounds = _streams(codes[~is_state], rows["t"].to_numpy(),
-                                [rows[d].to_numpy() for d in domain], len(names))
+    blocks = table.filter(pa.array(~is_state))
+    t, probs, bounds = _streams(blocks, codes[~is_state], len(names), len(domain))
     saved = _saved_states(table.filter(pa.array(is_state)), codes[is_state], patterns)
     out = _Output(patterns)
     matchers = [StreamMatcher(p.query) for p in patterns]  # shares each transducer's memo
     for code in range(len(names)):
         lo, hi = bounds[code], bounds[code + 1]
-        _check_contiguous(names[code].as_py(), t[lo:hi])
+        t_s, probs_s = _in_time_order(t[lo:hi], probs[lo:hi])
+        _check_contiguous(names[code].as_py(), t_s)
         for k, entry in enumerate(patterns):
             blob = saved.get((code, k))
             transducer = matchers[k].transducer
             matcher = (StreamMatcher(entry.query, transducer) if blob is None
                        else StreamMatcher.from_bytes(entry.query, blob, transducer))
             if hi > lo:
-                out.add_groups(k, code, matcher.feed_columns(int(t[lo]), probs[lo:hi]))
+                out.add_groups(k, code, matcher.feed_columns(int(t_s[0]), probs_s))
             if final:
                 out.add_groups(k, code, matcher.finish_columns())
             elif matcher.next_t is not None:
@@ -81,17 +152,13 @@ def group_partition(table: pa.Table, patterns: list[RegisteredPattern],
     return out.table(names)
 
 
-def _streams(codes: np.ndarray, t: np.ndarray, columns: list[np.ndarray], n_streams: int):
-    """Silver rows ordered by (stream, t), and where each stream's rows begin and end.
-
-    Returns (t, probs, bounds): stream `code` holds rows bounds[code]:bounds[code + 1].
-    """
-    order = np.lexsort((t, codes))
-    probs = np.empty((len(t), len(columns)))
-    for i, column in enumerate(columns):
-        probs[:, i] = column[order]
-    bounds = np.searchsorted(codes[order], np.arange(n_streams + 1))
-    return t[order], probs, bounds
+def _in_time_order(t: np.ndarray, probs: np.ndarray):
+    """One stream's rows sorted by t; only when its blocks overlap in time (silver stored
+    in another order than by stream and t)."""
+    if (np.diff(t) > 0).all():
+        return t, probs
+    order = np.argsort(t, kind="stable")
+    return t[order], probs[order]
 
 
 def _check_contiguous(stream_id: str, t: np.ndarray) -> None:
@@ -166,21 +233,26 @@ class _Output:
 
 
 def run_grouping(silver, states, patterns: list[RegisteredPattern], domain, final=False):
-    """Spark: bring each stream's silver rows and states into one task, group them there.
+    """Spark: pack silver into per-stream blocks, bring each stream's blocks and states
+    into one task (one hash shuffle on `stream_id`, no sort), group them there.
 
     silver: DataFrame with `stream_id`, `t` and the domain's probability columns.
     states: DataFrame of STATE_SCHEMA (may be empty). Returns a DataFrame of OUTPUT_SCHEMA.
-    One hash shuffle on `stream_id` (partitions: `spark.sql.shuffle.partitions`) and
-    no sort; each task holds its partition in memory while it groups it.
+    Partitions: `spark.sql.shuffle.partitions`; each task holds its partition in memory.
     """
     domain = tuple(domain)
-    rows = silver.select("stream_id", "t", *[f"`{d}`" for d in domain])
-    both = rows.unionByName(states.select(*_STATE_COLUMNS), allowMissingColumns=True)
 
-    def per_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def pack(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield pack_blocks(batch, domain)
+
+    def group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batches = list(batches)
         if batches:
             table = pa.Table.from_batches(batches)
             yield from group_partition(table, patterns, domain, final).to_batches()
 
-    return both.repartition("stream_id").mapInArrow(per_partition, schema=OUTPUT_SCHEMA)
+    blocks = (silver.select("stream_id", "t", *[f"`{d}`" for d in domain])
+              .mapInArrow(pack, schema=BLOCK_SCHEMA))
+    both = blocks.unionByName(states.select(*_STATE_COLUMNS), allowMissingColumns=True)
+    return both.repartition("stream_id").mapInArrow(group, schema=OUTPUT_SCHEMA)
