@@ -84,7 +84,8 @@ class LakeSilver:
     def rows(self, spark, day: dt.date):
         """The day's silver rows, all columns."""
         from probcep.gold import tables as T
-        from probcep.lake.normalize import SILVER, read_delta
+        from probcep.lake.delta import read_delta
+        from probcep.lake.normalize import SILVER
 
         frame = read_delta(spark, T.table_path(self.settings.lake_root, SILVER),
                            [("date", "=", day.isoformat())])

@@ -37,6 +37,11 @@ class Settings:
     hold_last_steps: int
     max_quarantine_fraction: float
     registry: Path
+    target_file_mb: float
+
+    @property
+    def target_file_bytes(self) -> int:
+        return int(self.target_file_mb * 1024 * 1024)
 
     @property
     def step(self) -> dt.timedelta:
@@ -112,6 +117,9 @@ def _checked(v: dict, origin: dict, base: Path) -> Settings:
     fraction = v.get("max_quarantine_fraction", 0.05)
     if not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
         fail("max_quarantine_fraction", f"must be a number in [0, 1], got {fraction!r}")
+    file_mb = v.get("target_file_mb", 128)
+    if not isinstance(file_mb, int | float) or isinstance(file_mb, bool) or not file_mb > 0:
+        fail("target_file_mb", f"must be a number of megabytes > 0, got {file_mb!r}")
     master = v.get("spark_master")
     if master is not None and not isinstance(master, str):
         fail("spark_master", f"must be a Spark master URL, got {master!r}")
@@ -126,4 +134,5 @@ def _checked(v: dict, origin: dict, base: Path) -> Settings:
         epoch=epoch.replace(tzinfo=None), domain=tuple(domain), no_reading_symbol=reserved,
         aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
         max_quarantine_fraction=float(fraction),
-        registry=where("registry") if v.get("registry") else base / "patterns.yaml")
+        registry=where("registry") if v.get("registry") else base / "patterns.yaml",
+        target_file_mb=float(file_mb))

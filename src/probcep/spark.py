@@ -25,6 +25,8 @@ def spark_session(master: str | None = None, app: str = "probcep",
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false")
+               # staged Parquet is read back by delta-rs: plain microsecond timestamps
+               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     return session

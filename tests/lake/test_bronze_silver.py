@@ -10,8 +10,10 @@ import pandas as pd
 import pytest
 from deltalake import DeltaTable
 
+from probcep.demo import generate_landing
 from probcep.lake.ingest import BRONZE, QUARANTINE, IngestError, ingest_day
 from probcep.lake.normalize import SILVER, normalize_day
+from probcep.lake.slices import silver_slice
 from probcep.lake.validate import SilverValidationError, validate_silver
 from probcep.nightly import LakeSilver
 from probcep.settings import SettingsError, load_settings
@@ -123,21 +125,23 @@ def test_broken_silver_fails_with_a_readable_report(spark, settings):
     assert "no gaps in t per stream: 2 rows break it" in text
 
 
-def test_one_stream_hour_reads_one_days_files(spark, settings):
-    """Silver is partitioned by date: an hour of one stream lists one partition's files."""
-    write(settings, long_rows(), "r.csv")
+def test_one_stream_hour_reads_few_files_and_all_its_rows(spark, settings):
+    """Silver is partitioned by date and sorted by stream within a day, so file stats
+    let an hour of one stream skip nearly every file, and still return all its rows."""
+    settings = dataclasses.replace(settings, landing_dir=generate_landing(
+        settings.landing_dir, days=2, streams=12), target_file_mb=0.02)
     for day in (DAY, DAY + dt.timedelta(1)):
-        folder = settings.landing_dir / day.isoformat()
-        folder.mkdir(parents=True, exist_ok=True)
-        rows = long_rows()
-        rows["ts"] = rows.ts.str.replace("2026-01-01", day.isoformat())
-        rows.to_csv(folder / "r.csv", index=False)
         ingest_day(spark, settings, day, "r")
         normalize_day(spark, settings, day, "r")
-    table = DeltaTable(str(settings.lake_root / SILVER))
-    all_files = table.file_uris()
-    hour = table.file_uris(partition_filters=[("date", "=", DAY.isoformat())])
-    assert len(all_files) >= 2 and len(hour) < len(all_files)
+    start = dt.datetime(2026, 1, 2, 13, 0)
+    part = silver_slice(settings, "person-7", start, start + dt.timedelta(hours=1))
+    everything = DeltaTable(str(settings.lake_root / SILVER)).to_pandas()
+    assert part.files_in_table >= 20 and len(part.files) <= 3, part.line()
+    want = everything[(everything.stream_id == "person-7") & (everything.ts >= start.isoformat())
+                      & (everything.ts < (start + dt.timedelta(hours=1)).isoformat())]
+    got = part.read().to_pandas()
+    assert len(got) == 60 and got.t.tolist() == sorted(want.t.tolist())
+    np.testing.assert_allclose(got.Room, want.sort_values("t").Room)
 
 
 def test_bad_settings_name_the_setting(tmp_path):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probcep.gold import tables as T
+from probcep.lake.delta import commit_staged, staged, staged_rows
 from probcep.settings import Settings
 
 BRONZE = "bronze/readings"
@@ -107,50 +108,40 @@ def checked(raw, domain):
 
 
 def ingest_day(spark, settings: Settings, day: dt.date, run_id: str) -> IngestReport:
-    import pyarrow as pa
+    """Check the day's landing files and replace the day in bronze and quarantine.
+
+    The rows flow from Spark's executors through staged Parquet into Delta (see
+    `probcep.lake.delta`); the driver only sees counts. Nothing is committed when the
+    bronze suite fails or too much is quarantined.
+    """
     from pyspark.sql import functions as F
+
+    from probcep.lake.validate import validate_bronze
 
     files = landing_files(settings, day)
     rows = checked(read_raw(spark, files, settings.domain), settings.domain) \
         .withColumn("batch_date", F.lit(day).cast("date")) \
         .withColumn("ingest_time", F.current_timestamp()).cache()
-    good = rows.where(F.col("reason").isNull()).select(
-        "stream_id", "sensor_id", F.col("ts_typed").alias("ts"), "symbol",
-        F.col("score_typed").alias("score"), "batch_date", "source_file", "ingest_time")
-    bad = rows.where(F.col("reason").isNotNull()).select(
-        *RAW_COLUMNS, "reason", "source_file", "batch_date", "ingest_time")
-    from probcep.lake.validate import validate_bronze
-
-    validate_bronze(good, settings.domain)  # the bronze suite, before anything is written
-    bronze, quarantine = good.toArrow(), bad.toArrow()
-    rows.unpersist()
-    total = bronze.num_rows + quarantine.num_rows
-    reasons = {}
-    for r in quarantine["reason"].to_pylist():
-        reasons[r] = reasons.get(r, 0) + 1
-    report = IngestReport(day, len(files), total, bronze.num_rows, quarantine.num_rows, reasons)
-    if total and quarantine.num_rows / total > settings.max_quarantine_fraction:
-        raise IngestError(f"{report.line()}: quarantined fraction "
-                          f"{quarantine.num_rows / total:.3f} exceeds "
-                          f"max_quarantine_fraction {settings.max_quarantine_fraction}")
-    meta = {"run_id": run_id, "batch_date": day.isoformat(), "files": len(files)}
-    predicate = f"batch_date = '{day.isoformat()}'"
-    for name, table in ((BRONZE, bronze), (QUARANTINE, quarantine)):
-        table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
-        replace_partition(T.table_path(settings.lake_root, name), table, "batch_date",
-                          predicate, meta)
+    try:
+        good = rows.where(F.col("reason").isNull()).select(
+            "stream_id", "sensor_id", F.col("ts_typed").alias("ts"), "symbol",
+            F.col("score_typed").alias("score"), "batch_date", "source_file", "ingest_time")
+        bad = rows.where(F.col("reason").isNotNull()).select(
+            *RAW_COLUMNS, "reason", "source_file", "batch_date", "ingest_time")
+        validate_bronze(good, settings.domain)  # the bronze suite, before anything is written
+        reasons = {r["reason"]: r["count"] for r in bad.groupBy("reason").count().collect()}
+        meta = {"run_id": run_id, "batch_date": day.isoformat(), "files": len(files)}
+        paths = [T.table_path(settings.lake_root, name) for name in (BRONZE, QUARANTINE)]
+        with staged(good, paths[0]) as good_dir, staged(bad, paths[1]) as bad_dir:
+            n_good, n_bad = staged_rows(good_dir), staged_rows(bad_dir)
+            report = IngestReport(day, len(files), n_good + n_bad, n_good, n_bad, reasons)
+            if report.rows and n_bad / report.rows > settings.max_quarantine_fraction:
+                raise IngestError(f"{report.line()}: quarantined fraction "
+                                  f"{n_bad / report.rows:.3f} exceeds "
+                                  f"max_quarantine_fraction {settings.max_quarantine_fraction}")
+            for folder, frame, path in ((good_dir, good, paths[0]), (bad_dir, bad, paths[1])):
+                commit_staged(folder, frame.limit(0).toArrow().schema, path, "batch_date",
+                              day.isoformat(), meta, settings.target_file_bytes)
+    finally:
+        rows.unpersist()
     return report
-
-
-def replace_partition(path: Path, table, partition: str, predicate: str, meta: dict) -> None:
-    """Replace one day's rows of a table partitioned by `partition`, in one commit."""
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
-
-    props = CommitProperties(custom_metadata={k: str(v) for k, v in meta.items()})
-    if not DeltaTable.is_deltatable(str(path)):
-        path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(path), table, mode="append", partition_by=[partition],
-                        commit_properties=props)
-    else:
-        write_deltalake(str(path), table, mode="overwrite", predicate=predicate,
-                        commit_properties=props)

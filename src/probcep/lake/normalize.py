@@ -17,10 +17,10 @@ day: late readings that land in a later batch are picked up by normalizing the d
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 from probcep.gold import tables as T
-from probcep.lake.ingest import BRONZE, replace_partition
+from probcep.lake.delta import read_delta, replace_partition
+from probcep.lake.ingest import BRONZE
 from probcep.settings import Settings
 
 SILVER = "silver/distributions"
@@ -33,18 +33,8 @@ def day_range(settings: Settings, day: dt.date) -> tuple[int, int]:
     return first, first + settings.steps_per_day()
 
 
-def read_delta(spark, path: Path, partition_filters):
-    """A Delta table's files for some partitions, read by Spark (delta-rs lists them)."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(str(path)):
-        return None
-    files = DeltaTable(str(path)).file_uris(partition_filters=partition_filters)
-    return spark.read.parquet(*files) if files else None
-
-
 def normalize_day(spark, settings: Settings, day: dt.date, run_id: str) -> dict:
-    import pyarrow as pa
+    """Replace the day's silver partition; returns its row and stream counts."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -94,8 +84,7 @@ def normalize_day(spark, settings: Settings, day: dt.date, run_id: str) -> dict:
         F.lit(day).cast("date").alias("date"),
         *[F.coalesce(c, F.lit(0.0)).alias(d) for d, c in filled.items()],
         fill_reserved.alias(reserved)).orderBy("stream_id", "t")
-    table = silver.toArrow()
-    table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
-    replace_partition(T.table_path(settings.lake_root, SILVER), table, "date",
-                      f"date = '{day.isoformat()}'", {"run_id": run_id, "date": day.isoformat()})
-    return {"rows": table.num_rows, "streams": len(set(table["stream_id"].to_pylist()))}
+    rows = replace_partition(silver, T.table_path(settings.lake_root, SILVER), "date",
+                             day.isoformat(), {"run_id": run_id, "date": day.isoformat()},
+                             settings.target_file_bytes)
+    return {"rows": rows, "streams": rows // settings.steps_per_day()}

@@ -1,0 +1,114 @@
+"""Spark DataFrames in and out of the lake's Delta tables, without the driver holding them.
+
+The embedded default writes Delta with delta-rs (Spark's Delta jars are not on this
+classpath, see ARCHITECTURE.md). A large batch must not pass through the driver as one
+Arrow table, so Spark's executors first write the rows as Parquet into a staging folder
+beside the table; delta-rs then streams those files, one record batch at a time, into
+the table in a single commit and the staging folder is removed. A run killed before the
+commit leaves only a staging folder, which no reader sees and the next write of that
+table clears away.
+
+Reads go the other way: delta-rs lists the current snapshot's files, pruned by
+partition values and by the per-file min/max statistics Delta keeps, and Spark (or
+pyarrow) reads only those Parquet files.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+STAGING_PREFIX = "_staging-"
+BATCH_ROWS = 65_536
+
+
+def read_delta(spark, path: Path, filters=None):
+    """A Delta table's current files that may hold rows matching `filters` (delta-rs
+    tuple filters: partition values select files exactly, other columns prune by file
+    statistics), read by Spark. None when there is no table or no such file."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(str(path)):
+        return None
+    files = DeltaTable(str(path)).file_uris(file_pruning_predicate=filters or None)
+    return spark.read.parquet(*files) if files else None
+
+
+def pruned_files(path: Path, filters) -> tuple[list[str], int]:
+    """The files a read with `filters` must open, and how many files the snapshot has.
+
+    Delta keeps each file's min/max per column; delta-rs drops the files whose ranges
+    cannot meet the filters (a superset of the matching rows' files is kept)."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(str(path)):
+        raise FileNotFoundError(f"{path}: no Delta table here")
+    table = DeltaTable(str(path))
+    return table.file_uris(file_pruning_predicate=filters), len(table.file_uris())
+
+
+@contextmanager
+def staged(frame, table_path: Path):
+    """Spark writes `frame` as Parquet into a fresh folder beside the table; yields the
+    folder, and removes it (and any left by killed runs) afterwards."""
+    table_path.parent.mkdir(parents=True, exist_ok=True)
+    for old in table_path.parent.glob(f"{STAGING_PREFIX}{table_path.name}-*"):
+        shutil.rmtree(old, ignore_errors=True)
+    folder = table_path.parent / f"{STAGING_PREFIX}{table_path.name}-{uuid.uuid4().hex}"
+    try:
+        frame.write.parquet(str(folder))
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def staged_rows(folder: Path) -> int:
+    """Rows in a staging folder, from the Parquet footers."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(_parts(folder), format="parquet").count_rows() if _parts(folder) else 0
+
+
+def commit_staged(folder: Path, schema, table_path: Path, partition: str, value: str,
+                  metadata: dict, target_file_size: int | None = None) -> None:
+    """Replace the rows of one partition (`partition` = `value`) by the staged ones, in one
+    commit whose metadata is `metadata`. Rows stream in the staged files' order, so rows
+    sorted by Spark stay sorted and files cut by size keep narrow statistics."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
+
+    schema = pa.schema([f.with_nullable(True) for f in schema])
+    parts = _parts(folder)
+    if parts:
+        scanner = ds.dataset(parts, format="parquet").scanner(
+            batch_size=BATCH_ROWS, batch_readahead=1, fragment_readahead=1)
+        batches = (b.cast(schema) for b in scanner.to_batches())
+    else:
+        batches = iter(())
+    reader = pa.RecordBatchReader.from_batches(schema, batches)
+    props = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()})
+    if DeltaTable.is_deltatable(str(table_path)):
+        write_deltalake(str(table_path), reader, mode="overwrite",
+                        predicate=f"{partition} = '{value}'", commit_properties=props,
+                        target_file_size=target_file_size)
+    else:
+        table_path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(str(table_path), reader, mode="append", partition_by=[partition],
+                        commit_properties=props, target_file_size=target_file_size)
+
+
+def replace_partition(frame, table_path: Path, partition: str, value: str, metadata: dict,
+                      target_file_size: int | None = None) -> int:
+    """Replace one partition of a table by a Spark DataFrame's rows; returns the row count."""
+    schema = frame.limit(0).toArrow().schema
+    with staged(frame, table_path) as folder:
+        commit_staged(folder, schema, table_path, partition, value, metadata,
+                      target_file_size)
+        return staged_rows(folder)
+
+
+def _parts(folder: Path) -> list[str]:
+    return [str(p) for p in sorted(folder.glob("part-*.parquet"))]
