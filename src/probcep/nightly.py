@@ -39,11 +39,14 @@ class DistributionFiles:
         return tuple(n for n in pq.read_schema(files[0]).names
                      if n not in ("stream_id", "t", "ts"))
 
-    def read(self, spark, day: dt.date):
+    def files(self, day: dt.date) -> list[str]:
         path = self.path(day)
         if not path.exists():
             raise FileNotFoundError(f"no distributions for {day}: {path} does not exist")
-        return spark.read.parquet(str(path))
+        return [str(path)]
+
+    def read(self, spark, day: dt.date):
+        return spark.read.parquet(*self.files(day))
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,21 @@ class LakeSilver:
         from probcep.lake.normalize import SILVER
 
         return DeltaTable(str(T.table_path(self.settings.lake_root, SILVER))).version()
+
+    def files(self, day: dt.date) -> list[str]:
+        """The day's silver files (the Delta snapshot's files of the day's partition)."""
+        from deltalake import DeltaTable
+
+        from probcep.gold import tables as T
+        from probcep.lake.normalize import SILVER
+
+        path = T.table_path(self.settings.lake_root, SILVER)
+        files = DeltaTable(str(path)).file_uris(partition_filters=[("date", "=",
+                                                                     day.isoformat())]) \
+            if DeltaTable.is_deltatable(str(path)) else []
+        if not files:
+            raise FileNotFoundError(f"no silver for {day}: run `probcep normalize --date {day}`")
+        return files
 
     def read(self, spark, day: dt.date):
         """The day's silver as the engine wants it: stream_id, t and the probabilities."""
@@ -130,17 +148,16 @@ def group_patterns(spark, source, lake: Path, entries, domain, day: dt.date, run
                    clock: batch.Clock):
     """Group the exact patterns and check their gold rows; match the approximate ones."""
     exact, approximate = split(entries)
-    silver = source.read(spark, day)
     read = {"silver_version": source.version()} if hasattr(source, "version") else {}
     result = batch.DayResult(0, 0, False, False)
     if exact:
-        result, groups, _ = batch.group_day(spark, silver, lake, exact, domain, day, run_id,
-                                            clock, metadata=read)
+        result, groups, _ = batch.group_day(spark, source.files(day), lake, exact, domain,
+                                            day, run_id, clock, metadata=read)
         validate_groups(groups.to_pandas())
     found = None
     if approximate:
-        found = approx.approx_day(spark, silver, lake, approximate, domain, day,
-                                  run_id)["matches"]
+        found = approx.approx_day(spark, source.read(spark, day), lake, approximate, domain,
+                                  day, run_id)["matches"]
     return result, found
 
 
@@ -169,7 +186,7 @@ def rerun(spark, source, lake, entries, domain, first, last, run_id, clock, reas
     if hasattr(source, "prepare"):  # re-ingest and re-normalize the fixed days
         for day in days_between(first, last):
             source.prepare(spark, day, run_id, echo)
-    done = batch.rerun_days(spark, lambda d: source.read(spark, d), lake, exact, domain,
+    done = batch.rerun_days(spark, source.files, lake, exact, domain,
                             first, last, run_id, clock, metadata={"rerun_reason": reason})
     for d in done:
         validate_groups(batch.read_day_groups(lake, exact, d.day).to_pandas())

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -51,9 +54,20 @@ def day_of(silver, k, upto=None):
     return silver[(silver.t >= lo) & (silver.t < hi)]
 
 
+def as_files(frame, folder, name):
+    """Silver rows as Parquet files of small row groups, so the job splits them by stream
+    (rows shuffled: the job must not rely on their order)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{uuid.uuid4().hex[:6]}.parquet"
+    rows = frame.sample(frac=1.0, random_state=len(frame))
+    pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), path, row_group_size=200)
+    return [str(path)]
+
+
 def night(spark, lake, silver, k, run="night"):
     day = DAY0 + dt.timedelta(k)
-    result, _, _ = batch.group_day(spark, spark.createDataFrame(day_of(silver, k)), lake,
+    files = as_files(day_of(silver, k), lake / "silver-input", f"day{k}")
+    result, _, _ = batch.group_day(spark, files, lake,
                                    PATTERNS, DOMAIN, day, f"{run}-{k}", CLOCK)
     alerts = batch.publish_alerts(lake, PATTERNS, day, f"{run}-{k}")
     return result, alerts
@@ -70,7 +84,7 @@ def test_nights_equal_one_batch_and_midnight_groups_once(spark, tmp_path):
     silver = make_silver()
     for k in range(10):
         night(spark, tmp_path / "nightly", silver, k)
-    one = spark.createDataFrame(day_of(silver, 0, upto=10))
+    one = as_files(day_of(silver, 0, upto=10), tmp_path / "silver-files", "all")
     batch.group_day(spark, one, tmp_path / "once", PATTERNS, DOMAIN, DAY0, "once", CLOCK)
     nightly, once = group_rows(tmp_path / "nightly"), group_rows(tmp_path / "once")
     assert len(nightly) > 50
@@ -134,7 +148,8 @@ def test_rerun_after_fix_reports_alert_changes_and_keeps_history(spark, tmp_path
     day1 = (fixed.t >= STEPS_PER_DAY) & (fixed.t < 2 * STEPS_PER_DAY) & (fixed.stream_id == "s0")
     fixed.loc[day1, list(DOMAIN)] = [0.0, 0.0, 1.0]  # the fix: s0 stayed in the room all day
     done = batch.rerun_days(
-        spark, lambda d: spark.createDataFrame(day_of(fixed, (d - DAY0).days)), tmp_path,
+        spark, lambda d: as_files(day_of(fixed, (d - DAY0).days), tmp_path / "fixed", "f"),
+        tmp_path,
         PATTERNS, DOMAIN, DAY0 + dt.timedelta(1), DAY0 + dt.timedelta(1), "rerun-1", CLOCK)
     assert [d.day for d in done][0] == DAY0 + dt.timedelta(1)
     after = group_rows(tmp_path)
@@ -156,7 +171,8 @@ def test_rerun_of_unchanged_data_changes_no_rows(spark, tmp_path):
     versions = {n: DeltaTable(str(tmp_path / n)).version() for n in (T.GROUPS, T.STATES,
                                                                       T.ALERTS)}
     done = batch.rerun_days(
-        spark, lambda d: spark.createDataFrame(day_of(silver, (d - DAY0).days)), tmp_path,
+        spark, lambda d: as_files(day_of(silver, (d - DAY0).days), tmp_path / "same", "s"),
+        tmp_path,
         PATTERNS, DOMAIN, DAY0, DAY0, "noop", CLOCK)
     assert len(done) == 2  # day 0 recomputed, day 1 matched its stored state: stop
     assert all(not d.result.groups_written and not d.result.states_written for d in done)

@@ -1,17 +1,25 @@
-"""Grouping on Spark executors equals the engine run directly, batch after batch."""
+"""Grouping by stream ranges equals the engine run directly, batch after batch, whatever
+the files' order and row groups; on Spark executors and without them."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from probcep.engine import StreamMatcher
-from probcep.gold.grouping import STATE_SCHEMA, run_grouping
+from probcep.gold.grouping import STATES, group_streams, plan_ranges, read_range, run_grouping
 from probcep.registry import parse_entry
 
-pytestmark = pytest.mark.slow
 DOMAIN = ("Hallway", "Door", "Room")
+PATTERNS = [
+    parse_entry("visit", {"pattern": "Door Room+ Door", "policy": "complete",
+                          "threshold": 0.01, "window": 12}, DOMAIN),
+    parse_entry("pass", {"pattern": "Hallway Door Hallway", "policy": "single",
+                         "threshold": 0.0, "window": 5}, DOMAIN),
+]
 
 
 def _silver(n_streams=6, length=600, seed=4):
@@ -25,12 +33,17 @@ def _silver(n_streams=6, length=600, seed=4):
     return pd.concat(frames, ignore_index=True)
 
 
-PATTERNS = [
-    parse_entry("visit", {"pattern": "Door Room+ Door", "policy": "complete",
-                          "threshold": 0.01, "window": 12}, DOMAIN),
-    parse_entry("pass", {"pattern": "Hallway Door Hallway", "policy": "single",
-                         "threshold": 0.0, "window": 5}, DOMAIN),
-]
+def _files(frame, folder, name, n_files=3, row_group=97, seed=0):
+    """The rows shuffled into several Parquet files of small row groups."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = frame.sample(frac=1.0, random_state=seed)
+    paths = []
+    for k, part in enumerate(np.array_split(np.arange(len(rows)), n_files)):
+        path = folder / f"{name}-{k}.parquet"
+        pq.write_table(pa.Table.from_pandas(rows.iloc[part], preserve_index=False), path,
+                       row_group_size=row_group)
+        paths.append(str(path))
+    return paths
 
 
 def _direct(silver):
@@ -45,7 +58,8 @@ def _direct(silver):
     return sorted(rows, key=lambda r: (r[0], r[1], r[2], r[3] or 0))
 
 
-def _groups(frame):
+def _groups(table: pa.Table):
+    frame = table.to_pandas()
     rows = [(r.pattern, r.stream_id, r.t_start, r.t_first, r.t_end, r.probability,
              r.n_matches, r.max_match_probability)
             for r in frame.itertuples() if r.kind == "group"]
@@ -53,21 +67,76 @@ def _groups(frame):
     return sorted(rows, key=lambda r: (r[0], r[1], r[2], r[3] or 0))
 
 
-def test_days_one_at_a_time_equal_one_pass(spark):
+def _states(table: pa.Table) -> pa.Table:
+    return table.filter(pa.compute.equal(table["kind"], "state")).select(STATES.names)
+
+
+CUTS = [0, 150, 151, 420, 10_000]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 40])
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_stream_ranges_cover_every_stream_once(tmp_path, n, shuffled):
+    silver = _silver(n_streams=9, length=50)
+    if shuffled:
+        files = _files(silver, tmp_path, "day", row_group=31)
+    else:  # sorted by stream, as normalize writes silver
+        path = tmp_path / "sorted.parquet"
+        pq.write_table(pa.Table.from_pandas(silver, preserve_index=False), path,
+                       row_group_size=31)
+        files = [str(path)]
+    plan = plan_ranges(files, n)
+    assert 1 <= len(plan) <= n
+    seen = pd.concat([read_range(paths, DOMAIN, r).to_pandas() for r, paths in plan])
+    assert len(seen) == len(silver)
+    key = ["stream_id", "t"]
+    pd.testing.assert_frame_equal(seen.sort_values(key).reset_index(drop=True),
+                                  silver.sort_values(key).reset_index(drop=True))
+    if n > 1 and not shuffled:  # narrow row groups: even ranges
+        sizes = [read_range(paths, DOMAIN, r).num_rows for r, paths in plan]
+        assert len(plan) == min(n, 9) and max(sizes) <= 2 * len(silver) / len(plan), sizes
+
+
+def test_ranges_batch_after_batch_equal_one_pass_without_spark(tmp_path):
     silver = _silver()
     expected = _direct(silver)
     assert expected
-    states = spark.createDataFrame([], STATE_SCHEMA)
-    got = []
-    cuts = [0, 150, 151, 420, 10_000]
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        day = spark.createDataFrame(silver[(silver.t >= lo) & (silver.t < hi)])
-        final = hi == cuts[-1]
-        out = run_grouping(day, states, PATTERNS, DOMAIN, final=final).toPandas()
+    states, got = STATES.empty_table(), []
+    for lo, hi in zip(CUTS[:-1], CUTS[1:]):
+        files = _files(silver[(silver.t >= lo) & (silver.t < hi)], tmp_path, f"b{lo}")
+        final = hi == CUTS[-1]
+        outs = [group_streams(read_range(paths, DOMAIN, r),
+                              states.filter(r.mask(states["stream_id"])), PATTERNS, DOMAIN,
+                              final) for r, paths in plan_ranges(files, 3)]
+        out = pa.concat_tables(outs)
         got += _groups(out)
-        state_rows = out[out.kind == "state"][["pattern", "pattern_version", "stream_id",
-                                               "next_t", "state"]]
-        states = spark.createDataFrame(state_rows, STATE_SCHEMA)
+        states = _states(out)
         if not final:
-            assert len(state_rows) == len(PATTERNS) * silver.stream_id.nunique()
+            assert states.num_rows == len(PATTERNS) * silver.stream_id.nunique()
+    assert sorted(got, key=lambda r: (r[0], r[1], r[2], r[3] or 0)) == expected
+
+
+def test_a_gap_names_the_stream(tmp_path):
+    silver = _silver(n_streams=2, length=20)
+    silver = silver[~((silver.stream_id == "s1") & (silver.t == 15))]
+    files = _files(silver, tmp_path, "gap", n_files=1)
+    with pytest.raises(ValueError, match=r"stream 's1': t is not consecutive after t=14 "
+                                         r"\(next t=16\)"):
+        group_streams(read_range(files, DOMAIN, plan_ranges(files, 1)[0][0]),
+                      STATES.empty_table(), PATTERNS, DOMAIN, final=False)
+
+
+@pytest.mark.slow
+def test_days_one_at_a_time_equal_one_pass_on_spark(spark, tmp_path):
+    silver = _silver()
+    expected = _direct(silver)
+    states, got = STATES.empty_table(), []
+    for lo, hi in zip(CUTS[:-1], CUTS[1:]):
+        files = _files(silver[(silver.t >= lo) & (silver.t < hi)], tmp_path, f"d{lo}")
+        final = hi == CUTS[-1]
+        out = run_grouping(spark, files, states, PATTERNS, DOMAIN, final=final, tasks=3)
+        got += _groups(out)
+        states = _states(out)
+        if not final:
+            assert states.num_rows == len(PATTERNS) * silver.stream_id.nunique()
     assert sorted(got, key=lambda r: (r[0], r[1], r[2], r[3] or 0)) == expected

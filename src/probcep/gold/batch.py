@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.gold import tables as T
-from probcep.gold.grouping import STATE_SCHEMA as SPARK_STATE_SCHEMA
 from probcep.gold.grouping import run_grouping
 from probcep.registry import RegisteredPattern
 
@@ -62,19 +61,16 @@ def previous_states(lake_root, patterns: list[RegisteredPattern], day: dt.date) 
     return pa.concat_tables(keep) if keep else T.STATE_SCHEMA.empty_table()
 
 
-def group_day(spark, silver, lake_root, patterns: list[RegisteredPattern], domain,
+def group_day(spark, silver: list[str], lake_root, patterns: list[RegisteredPattern], domain,
               day: dt.date, run_id: str, clock: Clock, metadata: dict | None = None,
               states: pa.Table | None = None) -> tuple[DayResult, pa.Table, pa.Table]:
-    """Group one day of silver (a Spark DataFrame) and replace that day's gold rows.
+    """Group one day of silver (its Parquet files) and replace that day's gold rows.
 
     Returns the result summary, the day's group rows and the new state rows.
     `states` overrides the saved states to resume from (reruns pass their own).
     """
     prev = previous_states(lake_root, patterns, day) if states is None else states
-    saved = spark.createDataFrame(
-        prev.select(["pattern", "pattern_version", "stream_id", "next_t", "state"]).to_pandas(),
-        SPARK_STATE_SCHEMA)
-    out = run_grouping(silver, saved, patterns, domain, final=False).toArrow()
+    out = run_grouping(spark, silver, prev, patterns, domain, final=False)
     groups, new_states = split_output(out, day, run_id, clock)
     meta = {"run_id": run_id, "batch_date": day.isoformat(),
             "pattern_versions": ",".join(f"{p.name}={p.version}" for p in patterns),
@@ -197,15 +193,15 @@ def processed_days(lake_root, patterns: list[RegisteredPattern], since: dt.date)
     return sorted(set(rows["batch_date"].to_pylist()))
 
 
-def rerun_days(spark, read_silver, lake_root, patterns: list[RegisteredPattern], domain,
+def rerun_days(spark, silver_files, lake_root, patterns: list[RegisteredPattern], domain,
                first: dt.date, last: dt.date, run_id: str, clock: Clock,
                metadata: dict | None = None) -> list[RerunDay]:
     """Recompute groups, states and alerts from `first` on, after a fix to first..last.
 
     Starts from the states saved before `first` and walks every processed day in order;
     past `last` it stops at the first day whose recomputed states equal the stored ones,
-    since everything after it would come out the same. `read_silver(day)` gives a day of
-    silver as a Spark DataFrame.
+    since everything after it would come out the same. `silver_files(day)` gives a day's
+    silver as Parquet files.
     """
     days = sorted(set(processed_days(lake_root, patterns, first))
                   | {first + dt.timedelta(d) for d in range((last - first).days + 1)})
@@ -216,7 +212,7 @@ def rerun_days(spark, read_silver, lake_root, patterns: list[RegisteredPattern],
         names = [p.name for p in patterns]
         stored = T.read_rows(s_path, T.STATE_SCHEMA,
                              [("batch_date", "=", day), ("pattern", "in", names)])
-        result, _, new_states = group_day(spark, read_silver(day), lake_root, patterns,
+        result, _, new_states = group_day(spark, silver_files(day), lake_root, patterns,
                                           domain, day, run_id, clock, metadata, states=states)
         done.append(RerunDay(day, result, publish_alerts(lake_root, patterns, day, run_id)))
         if day > last and T.same_rows(new_states, stored):

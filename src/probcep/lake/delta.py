@@ -22,6 +22,9 @@ from pathlib import Path
 
 STAGING_PREFIX = "_staging-"
 BATCH_ROWS = 65_536
+#: Rows per Parquet row group: small enough that a day holds many, whose statistics
+#: let a time slice skip most of a file and let the grouping job split a day by stream.
+ROW_GROUP_ROWS = 131_072
 
 
 def read_delta(spark, path: Path, filters=None):
@@ -78,7 +81,7 @@ def commit_staged(folder: Path, schema, table_path: Path, partition: str, value:
     sorted by Spark stay sorted and files cut by size keep narrow statistics."""
     import pyarrow as pa
     import pyarrow.dataset as ds
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 
     schema = pa.schema([f.with_nullable(True) for f in schema])
     parts = _parts(folder)
@@ -90,14 +93,15 @@ def commit_staged(folder: Path, schema, table_path: Path, partition: str, value:
         batches = iter(())
     reader = pa.RecordBatchReader.from_batches(schema, batches)
     props = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()})
+    options = {"commit_properties": props, "target_file_size": target_file_size,
+               "writer_properties": WriterProperties(max_row_group_size=ROW_GROUP_ROWS)}
     if DeltaTable.is_deltatable(str(table_path)):
         write_deltalake(str(table_path), reader, mode="overwrite",
-                        predicate=f"{partition} = '{value}'", commit_properties=props,
-                        target_file_size=target_file_size)
+                        predicate=f"{partition} = '{value}'", **options)
     else:
         table_path.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(table_path), reader, mode="append", partition_by=[partition],
-                        commit_properties=props, target_file_size=target_file_size)
+                        **options)
 
 
 def replace_partition(frame, table_path: Path, partition: str, value: str, metadata: dict,
