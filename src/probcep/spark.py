@@ -25,6 +25,7 @@ def spark_session(master: str | None = None, app: str = "probcep",
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                # staged Parquet is read back by delta-rs: plain microsecond timestamps
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .getOrCreate())
