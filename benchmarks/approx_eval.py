@@ -227,10 +227,15 @@ def main(argv=None) -> int:
                         help="also evaluate on the most likely symbols of this stream file")
     parser.add_argument("--sensor-pattern", default=SENSOR_PATTERN,
                         help=f"pattern for --sensor-file (default {SENSOR_PATTERN!r})")
+    parser.add_argument("--sensor-window", type=int, default=12,
+                        help="window for --sensor-file, in timesteps (default 12)")
+    parser.add_argument("--sensor-errors", type=int, default=1,
+                        help="max errors for --sensor-file (default 1)")
     args = parser.parse_args(argv)
     todo = kinds(args.quick, *args.seeds)
     if args.sensor_file:
-        todo.append(sensor_file_kind(args.sensor_file, args.sensor_pattern, 1, 12))
+        todo.append(sensor_file_kind(args.sensor_file, args.sensor_pattern,
+                                      args.sensor_errors, args.sensor_window))
     rows = [row for kind in todo for row in evaluate(kind)]
     print_table(rows)
     print_summary(rows)
