@@ -27,11 +27,10 @@ def validate_groups(frame: pd.DataFrame, suite_path: Path = SUITE,
         ExpectationConfiguration,
     )
 
+    from probcep.lake.validate import gx_context
+
     spec = json.loads(Path(suite_path).read_text())
-    if docs_dir is None:
-        context = gx.get_context(mode="ephemeral")
-    else:
-        context = gx.get_context(mode="file", project_root_dir=str(docs_dir))
+    context = gx_context(docs_dir)
     suite = context.suites.add_or_update(gx.ExpectationSuite(
         name=spec["name"],
         expectations=[ExpectationConfiguration(**e) for e in spec["expectations"]]))

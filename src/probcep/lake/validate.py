@@ -36,6 +36,18 @@ def expand(spec: dict, symbols) -> list[dict]:
     return out
 
 
+def gx_context(docs_dir=None):
+    """A GX context: ephemeral, or file-backed under `docs_dir` (where Data Docs go).
+    Quiet: GX's per-metric progress bars would drown the pipeline's own lines."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = (gx.get_context(mode="ephemeral") if docs_dir is None
+               else gx.get_context(mode="file", project_root_dir=str(docs_dir)))
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
 def validate_bronze(frame, domain, docs_dir: Path | None = None):
     """Validate a Spark DataFrame of bronze readings; raises on failure."""
     return validate_silver(frame, domain, docs_dir, BRONZE_SUITE)
@@ -50,8 +62,7 @@ def validate_silver(frame, symbols, docs_dir: Path | None = None, suite_path: Pa
     )
 
     spec = json.loads(Path(suite_path).read_text())
-    context = (gx.get_context(mode="ephemeral") if docs_dir is None
-               else gx.get_context(mode="file", project_root_dir=str(docs_dir)))
+    context = gx_context(docs_dir)
     suite = context.suites.add_or_update(gx.ExpectationSuite(
         name=spec["name"],
         expectations=[ExpectationConfiguration(**e) for e in expand(spec, symbols)]))
