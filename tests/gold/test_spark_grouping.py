@@ -116,6 +116,15 @@ def test_ranges_batch_after_batch_equal_one_pass_without_spark(tmp_path):
     assert sorted(got, key=lambda r: (r[0], r[1], r[2], r[3] or 0)) == expected
 
 
+def test_file_uris_read_like_paths(tmp_path):
+    silver = _silver(n_streams=3, length=30)
+    files = _files(silver, tmp_path, "uri")
+    uris = [f"file://{f}" for f in files]
+    by_path = [read_range(p, DOMAIN, r).num_rows for r, p in plan_ranges(files, 2)]
+    by_uri = [read_range(p, DOMAIN, r).num_rows for r, p in plan_ranges(uris, 2)]
+    assert by_path == by_uri and sum(by_uri) == len(silver)
+
+
 def test_a_gap_names_the_stream(tmp_path):
     silver = _silver(n_streams=2, length=20)
     silver = silver[~((silver.stream_id == "s1") & (silver.t == 15))]

@@ -18,6 +18,7 @@ is read once; the caller splits it and writes each to its Delta table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -83,9 +84,11 @@ def plan_ranges(files: list[str], n: int) -> list[tuple[StreamRange, list[str]]]
     """
     import pyarrow.parquet as pq
 
+    fs, paths = located(files)
     groups, spans = [], []  # (min, max, rows) per row group; (path, min, max) per file
-    for path in files:
-        meta = pq.ParquetFile(path).metadata
+    for path, where in zip(files, paths):
+        with fs.open_input_file(where) as f:
+            meta = pq.ParquetFile(f).metadata
         k = meta.schema.to_arrow_schema().get_field_index("stream_id")
         mine = []
         for g in range(meta.num_row_groups):
@@ -136,8 +139,19 @@ def read_range(files: list[str], domain: tuple[str, ...], where: StreamRange) ->
     if not files:
         return pa.schema([("stream_id", pa.string()), ("t", pa.int64()),
                           *[(d, pa.float64()) for d in domain]]).empty_table()
-    return ds.dataset(files, format="parquet").to_table(columns=columns,
-                                                        filter=where.expression())
+    fs, paths = located(files)
+    return ds.dataset(paths, format="parquet", filesystem=fs).to_table(
+        columns=columns, filter=where.expression())
+
+
+def located(files: list[str]):
+    """The filesystem of the files and their paths on it: local paths, or URIs of one
+    object store (`s3://…`, `gs://…`, `file://…`) as Delta lists them on a cluster."""
+    import pyarrow.fs as pafs
+
+    if "://" not in files[0]:
+        return pafs.LocalFileSystem(), [str(Path(f).resolve()) for f in files]
+    return pafs.FileSystem.from_uri(files[0])[0], [f.split("://", 1)[1] for f in files]
 
 
 @dataclass(frozen=True)
