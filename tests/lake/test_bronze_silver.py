@@ -125,6 +125,31 @@ def test_broken_silver_fails_with_a_readable_report(spark, settings):
     assert "no gaps in t per stream: 2 rows break it" in text
 
 
+def test_silver_failing_its_suite_is_never_committed(spark, settings, monkeypatch):
+    """Normalize validates the staged rows before its commit: when they fail, the day's
+    silver stays as it was and no staging folder is left."""
+    from pyspark.sql import functions as F
+
+    import probcep.lake.validate as V
+
+    write(settings, long_rows(), "r.csv")
+    ingest_day(spark, settings, DAY, "r")
+    normalize_day(spark, settings, DAY, "r")
+    path = settings.lake_root / SILVER
+    version, before = DeltaTable(str(path)).version(), table(settings, SILVER)
+    real = V.validate_silver
+
+    def on_broken_rows(frame, *args, **kwargs):  # as if normalize had dropped a timestep
+        return real(frame.where(F.col("t") != 9), *args, **kwargs)
+
+    monkeypatch.setattr(V, "validate_silver", on_broken_rows)
+    with pytest.raises(SilverValidationError, match="no gaps in t per stream"):
+        normalize_day(spark, settings, DAY, "r2")
+    assert DeltaTable(str(path)).version() == version
+    pd.testing.assert_frame_equal(table(settings, SILVER), before)
+    assert not list(path.parent.glob("_staging-*"))
+
+
 def test_one_stream_hour_reads_few_files_and_all_its_rows(spark, settings):
     """Silver is partitioned by date and sorted by stream within a day, so file stats
     let an hour of one stream skip nearly every file, and still return all its rows."""

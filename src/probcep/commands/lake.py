@@ -57,7 +57,6 @@ def run_slice(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from probcep.lake.ingest import ingest_day
-    from probcep.nightly import LakeSilver
     from probcep.settings import load_settings
     from probcep.spark import spark_session
 
@@ -70,12 +69,9 @@ def run(args: argparse.Namespace) -> int:
         print(ingest_day(spark, settings, args.date, run_id).line())
     else:
         from probcep.lake.normalize import normalize_day
-        from probcep.lake.validate import validate_silver
 
-        made = normalize_day(spark, settings, args.date, run_id)
-        silver = LakeSilver(settings)
-        validate_silver(silver.rows(spark, args.date), silver.domain(),
-                        docs_dir=settings.lake_root / "gx")
+        made = normalize_day(spark, settings, args.date, run_id,
+                             docs_dir=settings.lake_root / "gx")
         print(f"{args.date}: silver {made['rows']} rows over {made['streams']} streams, "
               f"validated; Data Docs under {settings.lake_root / 'gx'}")
     return 0

@@ -105,10 +105,15 @@ def commit_staged(folder: Path, schema, table_path: Path, partition: str, value:
 
 
 def replace_partition(frame, table_path: Path, partition: str, value: str, metadata: dict,
-                      target_file_size: int | None = None) -> int:
-    """Replace one partition of a table by a Spark DataFrame's rows; returns the row count."""
+                      target_file_size: int | None = None, check=None) -> int:
+    """Replace one partition of a table by a Spark DataFrame's rows; returns the row count.
+
+    `check(staged)`, given the staged rows as a Spark DataFrame, runs before the commit:
+    when it raises, nothing is committed and the table stays as it was."""
     schema = frame.limit(0).toArrow().schema
     with staged(frame, table_path) as folder:
+        if check is not None:
+            check(frame.sparkSession.read.parquet(str(folder)))
         commit_staged(folder, schema, table_path, partition, value, metadata,
                       target_file_size)
         return staged_rows(folder)

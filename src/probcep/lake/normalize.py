@@ -33,10 +33,18 @@ def day_range(settings: Settings, day: dt.date) -> tuple[int, int]:
     return first, first + settings.steps_per_day()
 
 
-def normalize_day(spark, settings: Settings, day: dt.date, run_id: str) -> dict:
-    """Replace the day's silver partition; returns its row and stream counts."""
+def normalize_day(spark, settings: Settings, day: dt.date, run_id: str,
+                  docs_dir=None) -> dict:
+    """Replace the day's silver partition; returns its row and stream counts.
+
+    The new rows pass the silver suite before they are committed (Data Docs under
+    `docs_dir` when given): silver that fails is never published, and the day's previous
+    silver stays as it was.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
+
+    from probcep.lake.validate import validate_silver
 
     first, stop = day_range(settings, day)
     step_us = settings.timestep_seconds * 1_000_000
@@ -86,5 +94,7 @@ def normalize_day(spark, settings: Settings, day: dt.date, run_id: str) -> dict:
         fill_reserved.alias(reserved)).orderBy("stream_id", "t")
     rows = replace_partition(silver, T.table_path(settings.lake_root, SILVER), "date",
                              day.isoformat(), {"run_id": run_id, "date": day.isoformat()},
-                             settings.target_file_bytes)
+                             settings.target_file_bytes,
+                             check=lambda staged: validate_silver(
+                                 staged, settings.silver_domain, docs_dir=docs_dir))
     return {"rows": rows, "streams": rows // settings.steps_per_day()}
