@@ -106,7 +106,7 @@ def test_ranges_batch_after_batch_equal_one_pass_without_spark(tmp_path):
         files = _files(silver[(silver.t >= lo) & (silver.t < hi)], tmp_path, f"b{lo}")
         final = hi == CUTS[-1]
         outs = [group_streams(read_range(paths, DOMAIN, r),
-                              states.filter(r.mask(states["stream_id"])), PATTERNS, DOMAIN,
+                              states.filter(r.expression()), PATTERNS, DOMAIN,
                               final) for r, paths in plan_ranges(files, 3)]
         out = pa.concat_tables(outs)
         got += _groups(out)

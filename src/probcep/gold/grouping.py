@@ -54,15 +54,8 @@ class StreamRange:
     lo: str | None
     hi: str | None
 
-    def mask(self, ids: pa.Array) -> pa.Array:
-        keep = pa.array(np.ones(len(ids), bool))
-        if self.lo is not None:
-            keep = pc.and_(keep, pc.greater_equal(ids, self.lo))
-        if self.hi is not None:
-            keep = pc.and_(keep, pc.less(ids, self.hi))
-        return keep
-
     def expression(self):
+        """As a filter on a `stream_id` column, for datasets and tables alike."""
         import pyarrow.dataset as ds
 
         expr = ds.field("stream_id").is_valid()
@@ -300,7 +293,7 @@ def run_grouping(spark, files: list[str], states: pa.Table,
     states = states.filter(pa.array(mine, pa.bool_()))
     ranges = plan_ranges(files, tasks or spark.sparkContext.defaultParallelism) \
         if files else [(StreamRange(None, None), [])]
-    plan = [(r.lo, r.hi, paths, _ipc(states.filter(r.mask(states["stream_id"]))))
+    plan = [(r.lo, r.hi, paths, _ipc(states.filter(r.expression())))
             for r, paths in ranges]
 
     def run(batches):
