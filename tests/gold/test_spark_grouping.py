@@ -116,6 +116,16 @@ def test_ranges_batch_after_batch_equal_one_pass_without_spark(tmp_path):
     assert sorted(got, key=lambda r: (r[0], r[1], r[2], r[3] or 0)) == expected
 
 
+def test_more_ranges_when_a_range_would_be_too_large(tmp_path):
+    silver = _silver(n_streams=8, length=50)
+    path = tmp_path / "sorted.parquet"
+    pq.write_table(pa.Table.from_pandas(silver, preserve_index=False), path,
+                   row_group_size=25)
+    plan = plan_ranges([str(path)], 3, max_rows=100)  # 400 rows: two waves of three
+    sizes = [read_range(p, DOMAIN, r).num_rows for r, p in plan]
+    assert len(plan) == 6 and sum(sizes) == len(silver) and max(sizes) <= 100, sizes
+
+
 def test_file_uris_read_like_paths(tmp_path):
     silver = _silver(n_streams=3, length=30)
     files = _files(silver, tmp_path, "uri")

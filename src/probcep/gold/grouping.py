@@ -66,9 +66,12 @@ class StreamRange:
         return expr
 
 
-def plan_ranges(files: list[str], n: int) -> list[tuple[StreamRange, list[str]]]:
-    """Up to `n` ranges of stream ids holding about equal numbers of rows, each with the
-    files that can hold it, from the files' footers alone (no row is read).
+def plan_ranges(files: list[str], n: int,
+                max_rows: int = 1 << 22) -> list[tuple[StreamRange, list[str]]]:
+    """Up to `n` ranges of stream ids holding about equal numbers of rows (a multiple of
+    `n` when a range would exceed `max_rows`, which bounds a task's memory and keeps the
+    waves of tasks even), each with the files that can hold it, from the files' footers
+    alone (no row is read).
 
     Every row group's min and max `stream_id` is a candidate cut; a row group counts as
     wholly below a cut when its max is, and as half below when the cut falls inside it.
@@ -94,6 +97,7 @@ def plan_ranges(files: list[str], n: int) -> list[tuple[StreamRange, list[str]]]
             spans.append((path, min(m[0] for m in mine), max(m[1] for m in mine)))
     below = _rows_below(groups)
     total = below(None)
+    n *= max(1, -(-int(total) // (n * max_rows)))
     cuts: list[str] = []
     for cut in sorted({v for lo, hi, _ in groups for v in (lo, hi)}):
         if len(cuts) + 1 < n and below(cut) >= total * (len(cuts) + 1) / n:
