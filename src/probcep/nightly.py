@@ -86,8 +86,8 @@ class LakeSilver:
         from probcep.lake.normalize import SILVER
 
         path = T.table_path(self.settings.lake_root, SILVER)
-        files = DeltaTable(str(path)).file_uris(partition_filters=[("date", "=",
-                                                                     day.isoformat())]) \
+        day_filter = [("date", "=", day.isoformat())]
+        files = DeltaTable(str(path)).file_uris(file_pruning_predicate=day_filter) \
             if DeltaTable.is_deltatable(str(path)) else []
         if not files:
             raise FileNotFoundError(f"no silver for {day}: run `probcep normalize --date {day}`")
@@ -100,15 +100,7 @@ class LakeSilver:
 
     def rows(self, spark, day: dt.date):
         """The day's silver rows, all columns."""
-        from probcep.gold import tables as T
-        from probcep.lake.delta import read_delta
-        from probcep.lake.normalize import SILVER
-
-        frame = read_delta(spark, T.table_path(self.settings.lake_root, SILVER),
-                           [("date", "=", day.isoformat())])
-        if frame is None:
-            raise FileNotFoundError(f"no silver for {day}: run `probcep normalize --date {day}`")
-        return frame
+        return spark.read.parquet(*self.files(day))
 
 
 @dataclass(frozen=True)
