@@ -29,15 +29,16 @@ Rerun with `python benchmarks/grouping_job.py [--streams 200 --timesteps 50000]`
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_throughput import DOMAIN, PATTERN, synthetic_stream  # noqa: E402
@@ -50,6 +51,7 @@ from probcep.gold.grouping import (  # noqa: E402
     read_range,
     run_grouping,
 )
+from probcep.lake.delta import ROW_GROUP_ROWS  # noqa: E402
 from probcep.registry import parse_entry  # noqa: E402
 from probcep.spark import spark_session  # noqa: E402
 
@@ -62,17 +64,25 @@ def first_and_warm(run, repeat: int) -> list[tuple[float, int]]:
     return [first, min(run() for _ in range(repeat))]
 
 
-def write_streams(path: Path, streams: int, timesteps: int, seed: int) -> None:
+def write_streams(path: Path, streams: int, timesteps: int, seed: int) -> list[str]:
+    """The streams as a Delta table written the way normalize writes silver (delta-rs,
+    silver's row groups); returns its files."""
+    from deltalake import DeltaTable, WriterProperties, write_deltalake
+
     rng = np.random.default_rng(seed)
-    writer = None
-    for k in range(streams):
-        probs = synthetic_stream(timesteps, rng)
-        table = pa.table({"stream_id": [f"s{k:04d}"] * timesteps,
-                          "t": np.arange(timesteps, dtype=np.int64),
-                          **{d: probs[:, i] for i, d in enumerate(DOMAIN)}})
-        writer = writer or pq.ParquetWriter(path, table.schema)
-        writer.write_table(table)
-    writer.close()
+    schema = pa.schema([("stream_id", pa.string()), ("t", pa.int64()),
+                        *[(d, pa.float64()) for d in DOMAIN]])
+
+    def batches():
+        for k in range(streams):
+            probs = synthetic_stream(timesteps, rng)
+            yield pa.record_batch({"stream_id": [f"s{k:04d}"] * timesteps,
+                                   "t": np.arange(timesteps, dtype=np.int64),
+                                   **{d: probs[:, i] for i, d in enumerate(DOMAIN)}},
+                                  schema=schema)
+    write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, batches()),
+                    writer_properties=WriterProperties(max_row_group_size=ROW_GROUP_ROWS))
+    return DeltaTable(str(path)).file_uris()
 
 
 def engine_pass(streams: list[np.ndarray], entry, method: str) -> tuple[float, int]:
@@ -86,8 +96,10 @@ def engine_pass(streams: list[np.ndarray], entry, method: str) -> tuple[float, i
     return time.perf_counter() - start, n
 
 
-def engine_alone(path: Path, entry, repeat: int) -> dict[str, list[tuple[float, int]]]:
-    table = pq.read_table(path)
+def engine_alone(files: list[str], entry, repeat: int) -> dict[str, list[tuple[float, int]]]:
+    table = read_range(files, DOMAIN, StreamRange(None, None))
+    table = table.cast(table.schema.set(0, pa.field("stream_id", pa.string())))
+    table = table.sort_by([("stream_id", "ascending"), ("t", "ascending")])
     ids = table["stream_id"].to_numpy(zero_copy_only=False)
     probs = np.column_stack([table[d].to_numpy() for d in DOMAIN])
     bounds = np.r_[0, np.flatnonzero(ids[1:] != ids[:-1]) + 1, len(ids)]
@@ -97,7 +109,7 @@ def engine_alone(path: Path, entry, repeat: int) -> dict[str, list[tuple[float, 
 
     def from_file() -> tuple[float, int]:
         start = time.perf_counter()
-        out = group_streams(read_range([str(path)], DOMAIN, StreamRange(None, None)),
+        out = group_streams(read_range(files, DOMAIN, StreamRange(None, None)),
                             STATES.empty_table(), [entry], DOMAIN, final=False)
         return time.perf_counter() - start, pc.sum(pc.equal(out["kind"], "group")).as_py()
 
@@ -109,14 +121,17 @@ def _count_rows(batches):
     yield pa.record_batch({"n": [sum(b.num_rows for b in batches)]})
 
 
-def spark_job(path: Path, entry, cores: int, repeat: int) -> dict[str, list[tuple[float, int]]]:
+def spark_job(files: list[str], staging: Path, entry, cores: int,
+              repeat: int) -> dict[str, list[tuple[float, int]]]:
     spark = spark_session(f"local[{cores}]", "probcep-bench", shuffle_partitions=4 * cores)
-    silver = spark.read.parquet(str(path))
+    silver = spark.read.parquet(*files)
 
     def job() -> tuple[float, int]:
+        folder = staging / uuid.uuid4().hex
         start = time.perf_counter()
-        out = run_grouping(spark, [str(path)], STATES.empty_table(), [entry], DOMAIN)
+        out = run_grouping(spark, files, STATES.empty_table(), [entry], DOMAIN, folder)
         seconds = time.perf_counter() - start
+        shutil.rmtree(folder)
         return seconds, pc.sum(pc.equal(out["kind"], "group")).as_py()
 
     def scan() -> tuple[float, int]:
@@ -144,10 +159,9 @@ def main():
                                   "threshold": args.threshold, "window": args.window}, DOMAIN)
     rows = args.streams * args.timesteps
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "silver.parquet"
-        write_streams(path, args.streams, args.timesteps, args.seed)
-        engine = engine_alone(path, entry, args.repeat)
-        spark = spark_job(path, entry, args.cores, args.repeat)
+        files = write_streams(Path(tmp) / "silver", args.streams, args.timesteps, args.seed)
+        engine = engine_alone(files, entry, args.repeat)
+        spark = spark_job(files, Path(tmp) / "staging", entry, args.cores, args.repeat)
     groups = {n for runs in (*engine.values(), spark["job"]) for _, n in runs}
     assert len(groups) == 1, groups
     assert all(n == rows for _, n in spark["scan"]), spark["scan"]

@@ -87,7 +87,8 @@ def test_stream_ranges_cover_every_stream_once(tmp_path, n, shuffled):
         files = [str(path)]
     plan = plan_ranges(files, n)
     assert 1 <= len(plan) <= n
-    seen = pd.concat([read_range(paths, DOMAIN, r).to_pandas() for r, paths in plan])
+    seen = pd.concat([read_range(paths, DOMAIN, r).to_pandas().astype({"stream_id": str})
+                      for r, paths in plan])
     assert len(seen) == len(silver)
     key = ["stream_id", "t"]
     pd.testing.assert_frame_equal(seen.sort_values(key).reset_index(drop=True),
@@ -153,7 +154,8 @@ def test_days_one_at_a_time_equal_one_pass_on_spark(spark, tmp_path):
     for lo, hi in zip(CUTS[:-1], CUTS[1:]):
         files = _files(silver[(silver.t >= lo) & (silver.t < hi)], tmp_path, f"d{lo}")
         final = hi == CUTS[-1]
-        out = run_grouping(spark, files, states, PATTERNS, DOMAIN, final=final, tasks=3)
+        out = run_grouping(spark, files, states, PATTERNS, DOMAIN, tmp_path / f"out{lo}",
+                           final=final, tasks=3)
         got += _groups(out)
         states = _states(out)
         if not final:

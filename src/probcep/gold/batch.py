@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from probcep.gold import tables as T
 from probcep.gold.grouping import run_grouping
+from probcep.lake.delta import staging_folder
 from probcep.registry import RegisteredPattern
 
 
@@ -70,7 +71,8 @@ def group_day(spark, silver: list[str], lake_root, patterns: list[RegisteredPatt
     `states` overrides the saved states to resume from (reruns pass their own).
     """
     prev = previous_states(lake_root, patterns, day) if states is None else states
-    out = run_grouping(spark, silver, prev, patterns, domain, final=False)
+    with staging_folder(T.table_path(lake_root, T.GROUPS)) as staging:
+        out = run_grouping(spark, silver, prev, patterns, domain, staging, final=False)
     groups, new_states = split_output(out, day, run_id, clock)
     meta = {"run_id": run_id, "batch_date": day.isoformat(),
             "pattern_versions": ",".join(f"{p.name}={p.version}" for p in patterns),

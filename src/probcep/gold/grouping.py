@@ -17,6 +17,7 @@ is read once; the caller splits it and writes each to its Delta table.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,21 +30,21 @@ from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
 from probcep.registry import RegisteredPattern
 
+#: Labels repeat over many rows, so they travel dictionary-encoded.
+LABEL = pa.dictionary(pa.int32(), pa.string())
 #: What a grouping pass returns, per row; `state` is null on group rows and vice versa.
 OUTPUT = pa.schema([
-    ("kind", pa.string()), ("pattern", pa.string()), ("pattern_version", pa.string()),
-    ("stream_id", pa.string()), ("t_start", pa.int64()), ("t_first", pa.int64()),
+    ("kind", LABEL), ("pattern", LABEL), ("pattern_version", LABEL),
+    ("stream_id", LABEL), ("t_start", pa.int64()), ("t_first", pa.int64()),
     ("t_end", pa.int64()), ("probability", pa.float64()), ("n_matches", pa.int64()),
     ("max_match_probability", pa.float64()), ("next_t", pa.int64()), ("state", pa.binary()),
 ])
+KINDS = pa.array(["group", "state"])
 #: Saved engine states as the grouping reads them (one row per pattern version and stream).
 STATES = pa.schema([("pattern", pa.string()), ("pattern_version", pa.string()),
                     ("stream_id", pa.string()), ("next_t", pa.int64()),
                     ("state", pa.binary())])
-#: One Spark task: a range of stream ids [lo, hi) (None: unbounded), the files to read
-#: and the saved states of the range as an Arrow IPC stream.
-_TASK_SCHEMA = "lo string, hi string, files array<string>, states binary"
-#: Output rows per IPC block a task hands back.
+#: Output rows per record batch of a task's staged output.
 BLOCK_ROWS = 1 << 16
 
 
@@ -64,6 +65,25 @@ class StreamRange:
         if self.hi is not None:
             expr &= ds.field("stream_id") < self.hi
         return expr
+
+    def row_groups(self, meta) -> list[tuple[int, bool]]:
+        """The row groups of a Parquet file that may hold rows of the range, in file
+        order, each with whether its statistics put it wholly inside (no null id either),
+        so that none of its rows needs a filter."""
+        k = meta.schema.to_arrow_schema().get_field_index("stream_id")
+        kept = []
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(k).statistics
+            if stats is None or not stats.has_min_max:
+                kept.append((g, False))
+                continue
+            if (self.lo is not None and stats.max < self.lo) or \
+                    (self.hi is not None and stats.min >= self.hi):
+                continue
+            kept.append((g, (self.lo is None or stats.min >= self.lo)
+                         and (self.hi is None or stats.max < self.hi)
+                         and stats.has_null_count and stats.null_count == 0))
+        return kept
 
 
 def plan_ranges(files: list[str], n: int,
@@ -129,16 +149,30 @@ def _rows_below(groups):
 
 
 def read_range(files: list[str], domain: tuple[str, ...], where: StreamRange) -> pa.Table:
-    """The rows of a stream range (pyarrow; row groups outside it skipped by statistics)."""
-    import pyarrow.dataset as ds
+    """The rows of a stream range, `stream_id` dictionary-encoded (ids repeat over whole
+    streams, so it is read as codes, never as one string per row).
 
-    columns = ["stream_id", "t", *domain]
-    if not files:
-        return pa.schema([("stream_id", pa.string()), ("t", pa.int64()),
-                          *[(d, pa.float64()) for d in domain]]).empty_table()
-    fs, paths = located(files)
-    return ds.dataset(paths, format="parquet", filesystem=fs).to_table(
-        columns=columns, filter=where.expression())
+    Row groups are chosen by their `stream_id` statistics: those outside the range are
+    skipped, and only those that may straddle a bound are filtered row by row. The row
+    groups come out ordered by their first (stream_id, t): silver sorted within its
+    files comes out sorted, whatever order the files are listed in, and needs no sort.
+    """
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("stream_id", pa.dictionary(pa.int32(), pa.string())),
+                        ("t", pa.int64()), *[(d, pa.float64()) for d in domain]])
+    parts = []
+    fs, paths = located(files) if files else (None, [])
+    for path in paths:
+        with fs.open_input_file(path) as f:
+            parquet = pq.ParquetFile(f, read_dictionary=["stream_id"])
+            for g, whole in where.row_groups(parquet.metadata):
+                rows = parquet.read_row_group(g, columns=schema.names)
+                rows = (rows if whole else rows.filter(where.expression())).cast(schema)
+                if rows.num_rows:
+                    parts.append(((rows["stream_id"][0].as_py(), rows["t"][0].as_py()), rows))
+    parts.sort(key=lambda part: part[0])
+    return pa.concat_tables([schema.empty_table(), *(rows for _, rows in parts)])
 
 
 def located(files: list[str]):
@@ -147,47 +181,74 @@ def located(files: list[str]):
     import pyarrow.fs as pafs
 
     if "://" not in files[0]:
-        return pafs.LocalFileSystem(), [str(Path(f).resolve()) for f in files]
+        return pafs.LocalFileSystem(use_mmap=True), [str(Path(f).resolve()) for f in files]
     return pafs.FileSystem.from_uri(files[0])[0], [f.split("://", 1)[1] for f in files]
 
 
 @dataclass(frozen=True)
 class Streams:
-    """A batch's rows cut into streams: `probs[start[i]:stop[i]]` holds stream `ids[i]`
-    from time `t0[i]` on, one row per consecutive timestep."""
+    """A batch's rows cut into streams: in the order `order` puts the rows in (None: as
+    they are), rows `start[i]:stop[i]` hold stream `ids[i]` from time `t0[i]` on, one
+    row per consecutive timestep; `columns` holds one array per symbol of the domain."""
 
     ids: list[str]
     start: np.ndarray
     stop: np.ndarray
     t0: np.ndarray
-    probs: np.ndarray
+    columns: list[np.ndarray]
+    order: np.ndarray | None
+
+    def probs(self, i: int) -> np.ndarray:
+        """Stream i's (timesteps, symbols) array, assembled when the engine wants it: one
+        stream is small enough to stay in cache, a whole batch as one array is not."""
+        rows = slice(self.start[i], self.stop[i])
+        if self.order is not None:
+            rows = self.order[rows]
+        return np.column_stack([c[rows] for c in self.columns])
 
     @classmethod
     def of(cls, rows: pa.Table, domain: tuple[str, ...]) -> Streams:
-        """Rows in any order; raises ValueError naming the stream on a gap or a repeat."""
-        encoded = pc.dictionary_encode(rows["stream_id"].combine_chunks())
+        """Rows in any order; raises ValueError naming the stream on a gap or a repeat.
+
+        Rows already grouped by stream in time order (silver as Spark sorts it) are used
+        as they are; otherwise only a sort order is computed, and each stream's rows are
+        gathered through it when the stream is run (the table is never reordered)."""
+        sid = rows["stream_id"]
+        encoded = (sid.unify_dictionaries() if pa.types.is_dictionary(sid.type)
+                   else pc.dictionary_encode(sid)).combine_chunks()
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         t = rows["t"].to_numpy()
-        step = np.diff(t)
-        grouped = codes[1:] == codes[:-1]
-        # first-appearance codes: rows already grouped by stream have non-decreasing codes
-        if not ((codes[1:] >= codes[:-1]).all() and (step[grouped] > 0).all()):
-            order = np.lexsort((t, codes))
+        order = None
+        grouped, broken = _neighbours(codes, t)
+        heads = codes[np.r_[0, np.flatnonzero(~grouped) + 1]] if len(t) else codes
+        if len(np.unique(heads)) < len(heads) or broken.any():
+            order = _sort_order(codes, t)
             codes, t = codes[order], t[order]
-            rows = rows.take(order)
-            step, grouped = np.diff(t), codes[1:] == codes[:-1]
+            grouped, broken = _neighbours(codes, t)
         names = encoded.dictionary.to_pylist()
-        broken = np.flatnonzero(grouped & (step != 1))
-        if len(broken):
-            k = int(broken[0])
+        if broken.any():
+            k = int(np.argmax(broken))
             raise ValueError(f"stream {names[codes[k]]!r}: t is not consecutive after "
                              f"t={t[k]} (next t={t[k + 1]})")
         start = np.r_[0, np.flatnonzero(~grouped) + 1] if len(t) else np.zeros(0, np.int64)
         stop = np.r_[start[1:], len(t)]
-        probs = np.empty((len(t), len(domain)))
-        for k, d in enumerate(domain):
-            probs[:, k] = rows[d].to_numpy()
-        return cls([names[c] for c in codes[start]], start, stop, t[start], probs)
+        return cls([names[c] for c in codes[start]], start, stop, t[start],
+                   [rows[d].to_numpy() for d in domain], order)
+
+
+def _sort_order(codes: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The order sorting rows by (stream code, t): one argsort of a combined int64 key
+    (NumPy sorts those with SIMD), or a lexsort where the key would overflow."""
+    lo, span = int(t.min()), int(t.max()) - int(t.min()) + 1
+    if span * (int(codes.max()) + 1) < 1 << 62:
+        return np.argsort(codes.astype(np.int64) * span + (t - lo))
+    return np.lexsort((t, codes))
+
+
+def _neighbours(codes: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair of neighbouring rows: same stream; same stream but not one step apart."""
+    grouped = codes[1:] == codes[:-1]
+    return grouped, grouped & (np.diff(t) != 1)
 
 
 def group_streams(rows: pa.Table, states: pa.Table, patterns: list[RegisteredPattern],
@@ -216,8 +277,7 @@ def group_streams(rows: pa.Table, states: pa.Table, patterns: list[RegisteredPat
                        else StreamMatcher.from_bytes(entry.query, blob, shared))
             if sid in where:
                 k = where[sid]
-                lo, hi = streams.start[k], streams.stop[k]
-                found.append(matcher.feed_columns(int(streams.t0[k]), streams.probs[lo:hi]))
+                found.append(matcher.feed_columns(int(streams.t0[k]), streams.probs(k)))
                 owner.append((i, j, len(found[-1])))
             if final:
                 found.append(matcher.finish_columns())
@@ -228,24 +288,28 @@ def group_streams(rows: pa.Table, states: pa.Table, patterns: list[RegisteredPat
                              _state_rows(kept, ids, patterns)])
 
 
-def _labels(ids: list[str], patterns, stream: np.ndarray, pattern: np.ndarray) -> dict:
-    """The string columns of output rows, from stream and pattern indexes."""
-    take = lambda values, idx: pc.take(pa.array(values, pa.string()), pa.array(idx))  # noqa: E731
-    return {"pattern": take([p.name for p in patterns], pattern),
-            "pattern_version": take([p.version for p in patterns], pattern),
-            "stream_id": take(ids, stream)}
+def _labels(kind: int, ids: list[str], patterns, stream: np.ndarray,
+            pattern: np.ndarray) -> dict:
+    """The label columns of output rows, from stream and pattern indexes."""
+    def label(idx, values):
+        return pa.DictionaryArray.from_arrays(pa.array(idx, pa.int32()),
+                                              pa.array(values, pa.string()))
+    return {"kind": label(np.full(len(stream), kind, np.int32), KINDS),
+            "pattern": label(pattern, [p.name for p in patterns]),
+            "pattern_version": label(pattern, [p.version for p in patterns]),
+            "stream_id": label(stream, ids)}
 
 
 def _group_rows(found: list[GroupColumns], owner, ids, patterns) -> pa.Table:
-    g = GroupColumns.concat(found) if found else None
-    n = 0 if g is None else len(g)
-    counts = np.array([c for _, _, c in owner], np.int64)
-    stream = np.repeat(np.array([i for i, _, _ in owner], np.int64), counts)
-    pattern = np.repeat(np.array([j for _, j, _ in owner], np.int64), counts)
-    if g is None:
+    if not found:
         return OUTPUT.empty_table()
+    g = GroupColumns.concat(found)
+    n = len(g)
+    counts = np.array([c for _, _, c in owner], np.int64)
+    stream = np.repeat(np.array([i for i, _, _ in owner], np.int32), counts)
+    pattern = np.repeat(np.array([j for _, j, _ in owner], np.int32), counts)
     return pa.table({
-        "kind": pa.array(np.full(n, "group")), **_labels(ids, patterns, stream, pattern),
+        **_labels(0, ids, patterns, stream, pattern),
         "t_start": g.t_start, "t_first": pa.array(g.t_first, mask=g.t_first == NONE),
         "t_end": g.t_end, "probability": g.probability, "n_matches": g.n_matches,
         "max_match_probability": g.max_match_probability,
@@ -259,16 +323,15 @@ def _state_rows(kept, ids, patterns) -> pa.Table:
         return OUTPUT.empty_table()
     stream, pattern, next_t, blobs = (list(c) for c in zip(*kept))
     nulls = {name: pa.nulls(n, OUTPUT.field(name).type) for name in OUTPUT.names}
-    return pa.table({**nulls, "kind": pa.array(np.full(n, "state")),
-                     **_labels(ids, patterns, np.array(stream), np.array(pattern)),
+    return pa.table({**nulls, **_labels(1, ids, patterns, np.array(stream, np.int32),
+                                        np.array(pattern, np.int32)),
                      "next_t": pa.array(next_t, pa.int64()),
                      "state": pa.array(blobs, pa.binary())}, schema=OUTPUT)
 
 
-def _ipc(table: pa.Table | pa.RecordBatch) -> bytes:
+def _ipc(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    options = pa.ipc.IpcWriteOptions(compression="lz4")  # Spark moves fewer bytes
-    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+    with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write(table)
     return sink.getvalue().to_pybytes()
 
@@ -277,17 +340,34 @@ def _unipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(blob).read_all()
 
 
+def _stage(table: pa.Table, staging: str) -> str:
+    """Writes a task's output as an Arrow IPC file in the staging folder; returns its
+    path. A unique name per attempt: a retried task never meets its failed attempt."""
+    fs, (folder,) = located([staging])
+    path = f"{folder}/part-{uuid.uuid4().hex}.arrow"
+    with fs.open_output_stream(path) as sink, pa.ipc.new_file(sink, table.schema) as out:
+        out.write_table(table, max_chunksize=BLOCK_ROWS)
+    return path
+
+
+def _unstage(path: str, staging: str) -> pa.Table:
+    """A staged output file, memory-mapped where the folder is local (no copy)."""
+    fs, _ = located([staging])
+    return pa.ipc.open_file(fs.open_input_file(path)).read_all()
+
+
 def run_grouping(spark, files: list[str], states: pa.Table,
-                 patterns: list[RegisteredPattern], domain, final: bool = False,
-                 tasks: int | None = None) -> pa.Table:
+                 patterns: list[RegisteredPattern], domain, staging: str,
+                 final: bool = False, tasks: int | None = None) -> pa.Table:
     """Spark: every pattern over every stream of a batch, one task per stream range.
 
     files: the batch's silver as Parquet files (`stream_id`, `t`, the domain's columns).
     states: saved states (STATES columns; other pattern versions are ignored).
+    staging: an empty folder (path or URI) that the executors and the driver reach; each
+        task writes its output there as one Arrow IPC file, which the driver reads back,
+        so no result travels through Spark. The caller removes the folder.
     tasks: how many stream ranges (default: Spark's default parallelism).
-    Returns the groups and new states as one table of the output schema. Tasks hand
-    their output back as Arrow IPC blocks, so Spark moves a few large values instead of
-    converting every group row.
+    Returns the groups and new states as one table of the output schema.
     """
     domain = tuple(domain)
     versions = {(p.name, p.version) for p in patterns}
@@ -297,18 +377,17 @@ def run_grouping(spark, files: list[str], states: pa.Table,
     states = states.filter(pa.array(mine, pa.bool_()))
     ranges = plan_ranges(files, tasks or spark.sparkContext.defaultParallelism) \
         if files else [(StreamRange(None, None), [])]
-    plan = [(r.lo, r.hi, paths, _ipc(states.filter(r.expression())))
-            for r, paths in ranges]
+    plan = [(r.lo, r.hi, paths, _ipc(states.filter(r.expression()))) for r, paths in ranges]
+    staging = str(staging) if "://" in str(staging) else str(Path(staging).resolve())
+    fs, (folder,) = located([staging])
+    fs.create_dir(folder, recursive=True)
 
-    def run(batches):
-        for batch in batches:
-            for lo, hi, paths, blob in zip(*(batch.column(k).to_pylist() for k in range(4))):
-                out = group_streams(read_range(paths, domain, StreamRange(lo, hi)),
-                                    _unipc(blob), patterns, domain, final)
-                for part in out.to_batches(max_chunksize=BLOCK_ROWS):
-                    yield pa.record_batch({"block": pa.array([_ipc(part)], pa.binary())})
+    def run(part):
+        for lo, hi, paths, blob in part:
+            out = group_streams(read_range(paths, domain, StreamRange(lo, hi)),
+                                _unipc(blob), patterns, domain, final)
+            yield _stage(out, staging)
 
-    frame = spark.createDataFrame(spark.sparkContext.parallelize(plan, len(plan)),
-                                  _TASK_SCHEMA)
-    blocks = frame.mapInArrow(run, "block binary").toArrow()["block"].to_pylist()
-    return pa.concat_tables([OUTPUT.empty_table(), *map(_unipc, blocks)])
+    written = spark.sparkContext.parallelize(plan, len(plan)).mapPartitions(run).collect()
+    return pa.concat_tables([OUTPUT.empty_table(),
+                             *(_unstage(path, staging) for path in written)])

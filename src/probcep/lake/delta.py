@@ -53,18 +53,26 @@ def pruned_files(path: Path, filters) -> tuple[list[str], int]:
 
 
 @contextmanager
-def staged(frame, table_path: Path):
-    """Spark writes `frame` as Parquet into a fresh folder beside the table; yields the
-    folder, and removes it (and any left by killed runs) afterwards."""
+def staging_folder(table_path: Path):
+    """A fresh folder beside the table for files on their way into it; removed afterwards,
+    with any that killed runs left behind (no reader ever looks there)."""
     table_path.parent.mkdir(parents=True, exist_ok=True)
     for old in table_path.parent.glob(f"{STAGING_PREFIX}{table_path.name}-*"):
         shutil.rmtree(old, ignore_errors=True)
     folder = table_path.parent / f"{STAGING_PREFIX}{table_path.name}-{uuid.uuid4().hex}"
     try:
-        frame.write.parquet(str(folder))
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def staged(frame, table_path: Path):
+    """Spark writes `frame` as Parquet into a staging folder beside the table; yields the
+    folder."""
+    with staging_folder(table_path) as folder:
+        frame.write.parquet(str(folder))
+        yield folder
 
 
 def staged_rows(folder: Path) -> int:
