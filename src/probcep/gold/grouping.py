@@ -185,55 +185,72 @@ def located(files: list[str]):
     return pafs.FileSystem.from_uri(files[0])[0], [f.split("://", 1)[1] for f in files]
 
 
+#: Above this many pieces per row, rows are sorted outright instead of pieced together.
+_MAX_PIECES_PER_ROW = 1 / 64
+
+
 @dataclass(frozen=True)
 class Streams:
-    """A batch's rows cut into streams: in the order `order` puts the rows in (None: as
-    they are), rows `start[i]:stop[i]` hold stream `ids[i]` from time `t0[i]` on, one
-    row per consecutive timestep; `columns` holds one array per symbol of the domain."""
+    """A batch's rows cut into streams. Stream `ids[i]` starts at time `t0[i]` and is the
+    pieces `first[i]:first[i + 1]`, in order; piece j is rows `lo[j]:hi[j]` of `columns`
+    (one array per symbol of the domain), one row per consecutive timestep."""
 
     ids: list[str]
-    start: np.ndarray
-    stop: np.ndarray
     t0: np.ndarray
+    first: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
     columns: list[np.ndarray]
-    order: np.ndarray | None
 
     def probs(self, i: int) -> np.ndarray:
         """Stream i's (timesteps, symbols) array, assembled when the engine wants it: one
         stream is small enough to stay in cache, a whole batch as one array is not."""
-        rows = slice(self.start[i], self.stop[i])
-        if self.order is not None:
-            rows = self.order[rows]
-        return np.column_stack([c[rows] for c in self.columns])
+        pieces = [slice(a, b) for a, b in zip(self.lo[self.first[i]:self.first[i + 1]],
+                                               self.hi[self.first[i]:self.first[i + 1]])]
+        if len(pieces) == 1:
+            return np.column_stack([c[pieces[0]] for c in self.columns])
+        return np.column_stack([np.concatenate([c[p] for p in pieces]) for c in self.columns])
 
     @classmethod
     def of(cls, rows: pa.Table, domain: tuple[str, ...]) -> Streams:
         """Rows in any order; raises ValueError naming the stream on a gap or a repeat.
 
-        Rows already grouped by stream in time order (silver as Spark sorts it) are used
-        as they are; otherwise only a sort order is computed, and each stream's rows are
-        gathered through it when the stream is run (the table is never reordered)."""
+        Rows are cut where the stream changes or t does not step by one, and the pieces
+        (not the rows) are put in order: silver comes as long sorted runs (Spark sorts
+        it; delta-rs may interleave its batches), so there are few. Rows in no useful
+        order are sorted outright."""
         sid = rows["stream_id"]
         encoded = (sid.unify_dictionaries() if pa.types.is_dictionary(sid.type)
                    else pc.dictionary_encode(sid)).combine_chunks()
+        names = encoded.dictionary.to_pylist()
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         t = rows["t"].to_numpy()
-        order = None
-        grouped, broken = _neighbours(codes, t)
-        heads = codes[np.r_[0, np.flatnonzero(~grouped) + 1]] if len(t) else codes
-        if len(np.unique(heads)) < len(heads) or broken.any():
+        columns = [rows[d].to_numpy() for d in domain]
+        lo, hi = _pieces(codes, t)
+        if len(lo) > max(1024, len(t) * _MAX_PIECES_PER_ROW):
             order = _sort_order(codes, t)
-            codes, t = codes[order], t[order]
-            grouped, broken = _neighbours(codes, t)
-        names = encoded.dictionary.to_pylist()
-        if broken.any():
-            k = int(np.argmax(broken))
-            raise ValueError(f"stream {names[codes[k]]!r}: t is not consecutive after "
-                             f"t={t[k]} (next t={t[k + 1]})")
-        start = np.r_[0, np.flatnonzero(~grouped) + 1] if len(t) else np.zeros(0, np.int64)
-        stop = np.r_[start[1:], len(t)]
-        return cls([names[c] for c in codes[start]], start, stop, t[start],
-                   [rows[d].to_numpy() for d in domain], order)
+            codes, t, columns = codes[order], t[order], [c[order] for c in columns]
+            lo, hi = _pieces(codes, t)
+        code, start = codes[lo], t[lo]
+        k = np.lexsort((start, code))
+        lo, hi, code, start = lo[k], hi[k], code[k], start[k]
+        same = code[1:] == code[:-1]
+        broken = np.flatnonzero(same & (start[1:] != start[:-1] + (hi - lo)[:-1]))
+        if len(broken):
+            j = int(broken[0])
+            raise ValueError(f"stream {names[code[j]]!r}: t is not consecutive after "
+                             f"t={start[j] + hi[j] - lo[j] - 1} (next t={start[j + 1]})")
+        first = np.r_[0, np.flatnonzero(~same) + 1, len(lo)] if len(lo) else np.zeros(1, int)
+        heads = first[:-1]
+        return cls([names[c] for c in code[heads]], start[heads], first, lo, hi, columns)
+
+
+def _pieces(codes: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Maximal runs of rows of one stream whose t steps by one: their [lo, hi) rows."""
+    if not len(t):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cut = np.flatnonzero((codes[1:] != codes[:-1]) | (np.diff(t) != 1)) + 1
+    return np.r_[0, cut], np.r_[cut, len(t)]
 
 
 def _sort_order(codes: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -243,12 +260,6 @@ def _sort_order(codes: np.ndarray, t: np.ndarray) -> np.ndarray:
     if span * (int(codes.max()) + 1) < 1 << 62:
         return np.argsort(codes.astype(np.int64) * span + (t - lo))
     return np.lexsort((t, codes))
-
-
-def _neighbours(codes: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair of neighbouring rows: same stream; same stream but not one step apart."""
-    grouped = codes[1:] == codes[:-1]
-    return grouped, grouped & (np.diff(t) != 1)
 
 
 def group_streams(rows: pa.Table, states: pa.Table, patterns: list[RegisteredPattern],
