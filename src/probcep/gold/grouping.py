@@ -5,15 +5,16 @@ Streams are independent, so they are the unit of parallelism. Silver stays where
 the driver cuts the stream ids into contiguous ranges of about equal rows, using only the
 Parquet footers (each row group's min and max `stream_id`), and each Spark task reads the
 rows of its range straight from the batch's Parquet files with pyarrow (row groups
-outside the range are skipped by their statistics), sorts them and runs every pattern
-over every stream of the range, resuming from the saved states the driver sends along.
-Spark schedules and retries the tasks and brings back their output; it never converts
-silver rows itself, which would cost more than the engine's work (see
+outside the range are skipped by their statistics, `stream_id` is read as dictionary
+codes), pieces each stream together in time order and runs every pattern over every
+stream of the range, resuming from the saved states the driver sends along. Each task
+writes its output as one Arrow IPC file into a staging folder that the driver then reads
+back (memory-mapped where local), so Spark only schedules and retries the tasks: it never
+converts a silver row or a group, which would cost more than the engine's work (see
 `benchmarks/grouping_job.py`).
 
 One output table carries both kinds of rows (`kind` = "group" or "state") so the batch
-is read once; the caller splits it and writes each to its Delta table.
-"""
+is read once; the caller splits it and writes each to its Delta table."""
 
 from __future__ import annotations
 
@@ -185,8 +186,9 @@ def located(files: list[str]):
     return pafs.FileSystem.from_uri(files[0])[0], [f.split("://", 1)[1] for f in files]
 
 
-#: Above this many pieces per row, rows are sorted outright instead of pieced together.
-_MAX_PIECES_PER_ROW = 1 / 64
+#: Rows fall into more pieces than this (and more than 1 in 64 rows): rows are sorted
+#: outright instead of pieced together.
+SORT_ABOVE_PIECES = 1024
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,7 @@ class Streams:
         t = rows["t"].to_numpy()
         columns = [rows[d].to_numpy() for d in domain]
         lo, hi = _pieces(codes, t)
-        if len(lo) > max(1024, len(t) * _MAX_PIECES_PER_ROW):
+        if len(lo) > max(SORT_ABOVE_PIECES, len(t) / 64):
             order = _sort_order(codes, t)
             codes, t, columns = codes[order], t[order], [c[order] for c in columns]
             lo, hi = _pieces(codes, t)

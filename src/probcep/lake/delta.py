@@ -85,8 +85,11 @@ def staged_rows(folder: Path) -> int:
 def commit_staged(folder: Path, schema, table_path: Path, partition: str, value: str,
                   metadata: dict, target_file_size: int | None = None) -> None:
     """Replace the rows of one partition (`partition` = `value`) by the staged ones, in one
-    commit whose metadata is `metadata`. Rows stream in the staged files' order, so rows
-    sorted by Spark stay sorted and files cut by size keep narrow statistics."""
+    commit whose metadata is `metadata`. Rows stream in the staged files' order, which
+    delta-rs (1.6) keeps except that it may interleave batches (200 sorted batches of
+    50,000 rows came out with the order broken at 4 places): files cut by size stay
+    sorted in long runs and keep narrow statistics, but no reader may assume a file
+    wholly sorted."""
     import pyarrow as pa
     import pyarrow.dataset as ds
     from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
