@@ -154,26 +154,22 @@ def read_range(files: list[str], domain: tuple[str, ...], where: StreamRange) ->
     streams, so it is read as codes, never as one string per row).
 
     Row groups are chosen by their `stream_id` statistics: those outside the range are
-    skipped, and only those that may straddle a bound are filtered row by row. The row
-    groups come out ordered by their first (stream_id, t): silver sorted within its
-    files comes out sorted, whatever order the files are listed in, and needs no sort.
+    skipped, and only those that may straddle a bound are filtered row by row. Rows keep
+    the files' order; `Streams.of` puts them in time order.
     """
     import pyarrow.parquet as pq
 
-    schema = pa.schema([("stream_id", pa.dictionary(pa.int32(), pa.string())),
-                        ("t", pa.int64()), *[(d, pa.float64()) for d in domain]])
-    parts = []
+    schema = pa.schema([("stream_id", LABEL), ("t", pa.int64()),
+                        *[(d, pa.float64()) for d in domain]])
+    parts = [schema.empty_table()]
     fs, paths = located(files) if files else (None, [])
     for path in paths:
         with fs.open_input_file(path) as f:
             parquet = pq.ParquetFile(f, read_dictionary=["stream_id"])
             for g, whole in where.row_groups(parquet.metadata):
                 rows = parquet.read_row_group(g, columns=schema.names)
-                rows = (rows if whole else rows.filter(where.expression())).cast(schema)
-                if rows.num_rows:
-                    parts.append(((rows["stream_id"][0].as_py(), rows["t"][0].as_py()), rows))
-    parts.sort(key=lambda part: part[0])
-    return pa.concat_tables([schema.empty_table(), *(rows for _, rows in parts)])
+                parts.append((rows if whole else rows.filter(where.expression())).cast(schema))
+    return pa.concat_tables(parts)
 
 
 def located(files: list[str]):
