@@ -5,8 +5,8 @@ Writes S streams × N timesteps of the seeds' synthetic stream as Parquet, then 
      `feed_columns` (NumPy columns out, what the job runs) and, for comparison with
      earlier figures, with `feed` (one Python `Group` object per group);
   2. the job's own task code on one core without Spark: one stream range covering the
-     whole file, read from Parquet with pyarrow, cut into streams and grouped
-     (`read_range` + `group_streams`): the engine plus the reading any job must do;
+     whole table, read from Parquet with pyarrow, cut into streams and grouped
+     (`Streams.read` + `group_streams`): the engine plus the reading any job must do;
   3. the Spark job (`probcep.gold.grouping.run_grouping`) on `local[C]`, in the project's
      Spark session (`probcep.spark.spark_session`): C stream ranges planned from the
      footers, each task reading its range and grouping it, output back as Arrow blocks;
@@ -44,14 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_throughput import DOMAIN, PATTERN, synthetic_stream  # noqa: E402
 
 from probcep.engine import StreamMatcher  # noqa: E402
-from probcep.gold.grouping import (  # noqa: E402
-    STATES,
-    StreamRange,
-    group_streams,
-    read_range,
-    run_grouping,
-)
-from probcep.lake.delta import ROW_GROUP_ROWS  # noqa: E402
+from probcep.gold.grouping import STATES, group_streams, run_grouping  # noqa: E402
+from probcep.gold.streams import StreamRange, Streams  # noqa: E402
+from probcep.lake.delta import writer_properties  # noqa: E402
 from probcep.registry import parse_entry  # noqa: E402
 from probcep.spark import spark_session  # noqa: E402
 
@@ -67,7 +62,7 @@ def first_and_warm(run, repeat: int) -> list[tuple[float, int]]:
 def write_streams(path: Path, streams: int, timesteps: int, seed: int) -> list[str]:
     """The streams as a Delta table written the way normalize writes silver (delta-rs,
     silver's row groups); returns its files."""
-    from deltalake import DeltaTable, WriterProperties, write_deltalake
+    from deltalake import DeltaTable, write_deltalake
 
     rng = np.random.default_rng(seed)
     schema = pa.schema([("stream_id", pa.string()), ("t", pa.int64()),
@@ -81,7 +76,7 @@ def write_streams(path: Path, streams: int, timesteps: int, seed: int) -> list[s
                                    **{d: probs[:, i] for i, d in enumerate(DOMAIN)}},
                                   schema=schema)
     write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, batches()),
-                    writer_properties=WriterProperties(max_row_group_size=ROW_GROUP_ROWS))
+                    writer_properties=writer_properties(schema))
     return DeltaTable(str(path)).file_uris()
 
 
@@ -97,9 +92,9 @@ def engine_pass(streams: list[np.ndarray], entry, method: str) -> tuple[float, i
 
 
 def engine_alone(files: list[str], entry, repeat: int) -> dict[str, list[tuple[float, int]]]:
-    table = read_range(files, DOMAIN, StreamRange(None, None))
-    table = table.cast(table.schema.set(0, pa.field("stream_id", pa.string())))
-    table = table.sort_by([("stream_id", "ascending"), ("t", "ascending")])
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(files).sort_by([("stream_id", "ascending"), ("t", "ascending")])
     ids = table["stream_id"].to_numpy(zero_copy_only=False)
     probs = np.column_stack([table[d].to_numpy() for d in DOMAIN])
     bounds = np.r_[0, np.flatnonzero(ids[1:] != ids[:-1]) + 1, len(ids)]
@@ -109,8 +104,8 @@ def engine_alone(files: list[str], entry, repeat: int) -> dict[str, list[tuple[f
 
     def from_file() -> tuple[float, int]:
         start = time.perf_counter()
-        out = group_streams(read_range(files, DOMAIN, StreamRange(None, None)),
-                            STATES.empty_table(), [entry], DOMAIN, final=False)
+        out = group_streams(Streams.read(files, DOMAIN, StreamRange(None, None)),
+                            STATES.empty_table(), [entry], final=False)
         return time.perf_counter() - start, pc.sum(pc.equal(out["kind"], "group")).as_py()
 
     runs["file"] = first_and_warm(from_file, repeat)

@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from probcep.engine import StreamMatcher
-from probcep.gold.grouping import STATES, group_streams, plan_ranges, read_range, run_grouping
+from probcep.gold.grouping import STATES, group_streams, run_grouping
+from probcep.gold.streams import Streams, plan_ranges
 from probcep.registry import parse_entry
 
 DOMAIN = ("Hallway", "Door", "Room")
@@ -67,6 +68,15 @@ def _groups(table: pa.Table):
     return sorted(rows, key=lambda r: (r[0], r[1], r[2], r[3] or 0))
 
 
+def _rows(files, where) -> pd.DataFrame:
+    """The rows a task reads for a stream range, as Streams.read gives them."""
+    streams = Streams.read(files, DOMAIN, where)
+    frames = [pd.DataFrame({"stream_id": sid, "t": streams.t0[i] + np.arange(len(p)),
+                            **{d: p[:, k] for k, d in enumerate(DOMAIN)}})
+              for i, sid in enumerate(streams.ids) for p in [streams.probs(i)]]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def _states(table: pa.Table) -> pa.Table:
     return table.filter(pa.compute.equal(table["kind"], "state")).select(STATES.names)
 
@@ -87,14 +97,13 @@ def test_stream_ranges_cover_every_stream_once(tmp_path, n, shuffled):
         files = [str(path)]
     plan = plan_ranges(files, n)
     assert 1 <= len(plan) <= n
-    seen = pd.concat([read_range(paths, DOMAIN, r).to_pandas().astype({"stream_id": str})
-                      for r, paths in plan])
+    seen = pd.concat([_rows(paths, r) for r, paths in plan])
     assert len(seen) == len(silver)
     key = ["stream_id", "t"]
     pd.testing.assert_frame_equal(seen.sort_values(key).reset_index(drop=True),
                                   silver.sort_values(key).reset_index(drop=True))
     if n > 1 and not shuffled:  # narrow row groups: even ranges
-        sizes = [read_range(paths, DOMAIN, r).num_rows for r, paths in plan]
+        sizes = [len(_rows(paths, r)) for r, paths in plan]
         assert len(plan) == min(n, 9) and max(sizes) <= 2 * len(silver) / len(plan), sizes
 
 
@@ -106,9 +115,9 @@ def test_ranges_batch_after_batch_equal_one_pass_without_spark(tmp_path):
     for lo, hi in zip(CUTS[:-1], CUTS[1:]):
         files = _files(silver[(silver.t >= lo) & (silver.t < hi)], tmp_path, f"b{lo}")
         final = hi == CUTS[-1]
-        outs = [group_streams(read_range(paths, DOMAIN, r),
-                              states.filter(r.expression()), PATTERNS, DOMAIN,
-                              final) for r, paths in plan_ranges(files, 3)]
+        outs = [group_streams(Streams.read(paths, DOMAIN, r),
+                              states.filter(r.expression()), PATTERNS, final)
+                for r, paths in plan_ranges(files, 3)]
         out = pa.concat_tables(outs)
         got += _groups(out)
         states = _states(out)
@@ -123,7 +132,7 @@ def test_more_ranges_when_a_range_would_be_too_large(tmp_path):
     pq.write_table(pa.Table.from_pandas(silver, preserve_index=False), path,
                    row_group_size=25)
     plan = plan_ranges([str(path)], 3, max_rows=100)  # 400 rows: two waves of three
-    sizes = [read_range(p, DOMAIN, r).num_rows for r, p in plan]
+    sizes = [len(_rows(p, r)) for r, p in plan]
     assert len(plan) == 6 and sum(sizes) == len(silver) and max(sizes) <= 100, sizes
 
 
@@ -131,8 +140,8 @@ def test_file_uris_read_like_paths(tmp_path):
     silver = _silver(n_streams=3, length=30)
     files = _files(silver, tmp_path, "uri")
     uris = [f"file://{f}" for f in files]
-    by_path = [read_range(p, DOMAIN, r).num_rows for r, p in plan_ranges(files, 2)]
-    by_uri = [read_range(p, DOMAIN, r).num_rows for r, p in plan_ranges(uris, 2)]
+    by_path = [len(_rows(p, r)) for r, p in plan_ranges(files, 2)]
+    by_uri = [len(_rows(p, r)) for r, p in plan_ranges(uris, 2)]
     assert by_path == by_uri and sum(by_uri) == len(silver)
 
 
@@ -142,8 +151,8 @@ def test_a_gap_names_the_stream(tmp_path):
     files = _files(silver, tmp_path, "gap", n_files=1)
     with pytest.raises(ValueError, match=r"stream 's1': t is not consecutive after t=14 "
                                          r"\(next t=16\)"):
-        group_streams(read_range(files, DOMAIN, plan_ranges(files, 1)[0][0]),
-                      STATES.empty_table(), PATTERNS, DOMAIN, final=False)
+        group_streams(Streams.read(files, DOMAIN, plan_ranges(files, 1)[0][0]),
+                      STATES.empty_table(), PATTERNS, final=False)
 
 
 @pytest.mark.slow

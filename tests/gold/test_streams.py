@@ -1,17 +1,19 @@
 """Cutting a batch's rows into streams: whatever order the rows come in (sorted, sorted
-runs interleaved as delta-rs writes them, shuffled), each stream comes out whole and in
-time order, and a gap or a repeated timestep names its stream."""
+runs interleaved as delta-rs writes them, shuffled), from a table or from Parquet files
+of any row groups read for a range of stream ids, each stream of the range comes out
+whole and in time order, and a gap or a repeated timestep names its stream."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probcep.gold import grouping
-from probcep.gold.grouping import Streams
+from probcep.gold import streams as module
+from probcep.gold.streams import StreamRange, Streams
 
 DOMAIN = ("a", "b")
 
@@ -58,7 +60,7 @@ def test_streams_come_out_whole_in_time_order(batch, dictionary, sort_outright):
     table = _table(rows, dictionary)
     with pytest.MonkeyPatch.context() as patch:
         if sort_outright:  # the path taken when rows come in no useful order
-            patch.setattr(grouping, "SORT_ABOVE_PIECES", 0)
+            patch.setattr(module, "SORT_ABOVE_PIECES", 0)
         if broken is not None:
             with pytest.raises(ValueError, match=f"stream '{broken}': t is not consecutive"):
                 Streams.of(table, DOMAIN)
@@ -74,3 +76,54 @@ def test_streams_come_out_whole_in_time_order(batch, dictionary, sort_outright):
 def test_no_rows_no_streams():
     cut = Streams.of(_table([], dictionary=True), DOMAIN)
     assert cut.ids == [] and len(cut.t0) == 0
+
+
+def _check(cut: Streams, streams: dict, wanted) -> None:
+    """Each wanted stream, and only those, whole and in time order; every block is
+    loaded once (held until its last stream is served, not longer)."""
+    assert cut.ids == sorted(sid for sid in streams if wanted(sid))
+    loads, load = [], cut._load
+    cut._load = lambda b: loads.append(b) or load(b)
+    for i, sid in enumerate(cut.ids):
+        t0, vals = streams[sid]
+        assert cut.t0[i] == t0
+        np.testing.assert_array_equal(cut.probs(i), np.column_stack([vals, -vals]))
+    assert sorted(loads) == sorted(set(cut.block))
+    assert not cut._loaded
+
+
+@settings(max_examples=150, deadline=None)
+@given(batch=batches(), files=st.integers(1, 3), row_group=st.integers(1, 40),
+       bounds=st.tuples(st.sampled_from([None, "s0", "s1", "s10", "s2", "s3", "s4"]),
+                        st.sampled_from([None, "s0", "s1", "s2", "s25", "s3", "s4"])),
+       sort_outright=st.booleans())
+def test_a_range_read_from_parquet_comes_out_whole(tmp_path_factory, batch, files, row_group,
+                                                   bounds, sort_outright):
+    """Row groups wholly inside, straddling and outside the range, in several files."""
+    streams, rows, broken = batch
+    folder = tmp_path_factory.mktemp("parquet")
+    table = _table(rows, dictionary=False)
+    paths = []
+    for k, part in enumerate(np.array_split(np.arange(len(rows)), files)):
+        paths.append(str(folder / f"part-{k}.parquet"))
+        pq.write_table(table.take(part), paths[-1], row_group_size=row_group)
+    where = StreamRange(*bounds)
+    broken_inside = broken is not None and where.holds(broken)
+    with pytest.MonkeyPatch.context() as patch:
+        if sort_outright:
+            patch.setattr(module, "SORT_ABOVE_PIECES", 0)
+        if broken_inside:
+            with pytest.raises(ValueError, match=f"stream '{broken}': t is not consecutive"):
+                Streams.read(paths, DOMAIN, where)
+            return
+        cut = Streams.read(paths, DOMAIN, where)
+    _check(cut, streams, where.holds)  # a broken stream, if any, is outside the range
+
+
+def test_a_null_stream_id_names_the_file_and_row_group(tmp_path):
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"stream_id": ["s0", None, "s0"], "t": [0, 1, 1],
+                             "a": [0.5] * 3, "b": [0.5] * 3}), path)
+    with pytest.raises(ValueError, match=r"nulls.parquet, row group 0: 1 rows have no "
+                                         r"stream_id"):
+        Streams.read([str(path)], DOMAIN, StreamRange(None, None))

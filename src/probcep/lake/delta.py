@@ -27,6 +27,22 @@ BATCH_ROWS = 65_536
 ROW_GROUP_ROWS = 131_072
 
 
+def writer_properties(schema):
+    """How the lake writes Parquet: silver's row groups, and dictionary encoding only for
+    string columns (ids, symbols, sensors), whose values repeat. Timesteps, timestamps
+    and probabilities rarely repeat within a row group: a dictionary of them is larger
+    than the plain values and slower to write and to read (delta-rs encodes every column
+    with one by default)."""
+    import pyarrow as pa
+    from deltalake import ColumnProperties, WriterProperties
+
+    plain = ColumnProperties(dictionary_enabled=False)
+    return WriterProperties(max_row_group_size=ROW_GROUP_ROWS, column_properties={
+        f.name: plain for f in schema
+        if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                or pa.types.is_dictionary(f.type))})
+
+
 def read_delta(spark, path: Path, filters=None):
     """A Delta table's current files that may hold rows matching `filters` (delta-rs
     tuple filters: partition values select files exactly, other columns prune by file
@@ -92,7 +108,7 @@ def commit_staged(folder: Path, schema, table_path: Path, partition: str, value:
     wholly sorted."""
     import pyarrow as pa
     import pyarrow.dataset as ds
-    from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
 
     schema = pa.schema([f.with_nullable(True) for f in schema])
     parts = _parts(folder)
@@ -105,7 +121,7 @@ def commit_staged(folder: Path, schema, table_path: Path, partition: str, value:
     reader = pa.RecordBatchReader.from_batches(schema, batches)
     props = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()})
     options = {"commit_properties": props, "target_file_size": target_file_size,
-               "writer_properties": WriterProperties(max_row_group_size=ROW_GROUP_ROWS)}
+               "writer_properties": writer_properties(schema)}
     if DeltaTable.is_deltatable(str(table_path)):
         write_deltalake(str(table_path), reader, mode="overwrite",
                         predicate=f"{partition} = '{value}'", **options)
