@@ -1,6 +1,7 @@
 """The grouping job's throughput on Spark against the engine alone, on the same data.
 
-Writes S streams × N timesteps of the seeds' synthetic stream as Parquet, then measures
+Writes S streams × N timesteps of the seeds' synthetic stream as a Delta table the way
+normalize writes silver, then measures
   1. the engine on one core: every stream fed to a StreamMatcher in this process, with
      `feed_columns` (NumPy columns out, what the job runs) and, for comparison with
      earlier figures, with `feed` (one Python `Group` object per group);
@@ -8,8 +9,9 @@ Writes S streams × N timesteps of the seeds' synthetic stream as Parquet, then 
      whole table, read from Parquet with pyarrow, cut into streams and grouped
      (`Streams.read` + `group_streams`): the engine plus the reading any job must do;
   3. the Spark job (`probcep.gold.grouping.run_grouping`) on `local[C]`, in the project's
-     Spark session (`probcep.spark.spark_session`): C stream ranges planned from the
-     footers, each task reading its range and grouping it, output back as Arrow blocks;
+     Spark session (`probcep.spark.spark_session`): stream ranges planned from the
+     footers, each task reading its range and grouping it, output staged as Arrow IPC
+     files that the driver reads back;
   4. Spark reading the Parquet and handing it to Python, which only counts rows: the
      least any job that reads silver as a Spark DataFrame into Python workers can cost
      (the design this job replaced);
