@@ -178,7 +178,7 @@ class Streams:
     def of(cls, rows: pa.Table, domain: tuple[str, ...]) -> Streams:
         """Rows of a table, in any order; raises ValueError naming the stream on a gap
         or a repeated timestep."""
-        batches = rows.to_batches()
+        batches = [b for b in rows.to_batches() if b.num_rows]
         names: dict[str, int] = {}
         keys = [_keys(b["stream_id"], b["t"], names, None, f"record batch {k}")[0]
                 for k, b in enumerate(batches)]
@@ -220,6 +220,9 @@ class Streams:
         sorts it; delta-rs may interleave its batches), so there are few. Rows in no
         useful order are sorted outright, as one block."""
         ids = sorted(names)
+        if not keys:
+            none = np.zeros(0, np.int64)
+            return cls([], none, np.zeros(1, np.int64), none, none, none, load)
         rank = np.empty(len(ids), np.int64)
         rank[[names[s] for s in ids]] = np.arange(len(ids))
         cut = [_pieces(k.index, k.t) for k in keys]
@@ -232,13 +235,11 @@ class Streams:
             block = _Keys(code[order], np.arange(len(ids)), t[order])
             return cls._cut(dict(zip(ids, range(len(ids)))), [block], lambda b: matrix,
                             ordered=True)
-        none = np.zeros(0, np.int64)
         block = np.repeat(np.arange(len(keys)), [len(lo) for lo, _ in cut])
-        lo = np.concatenate([lo for lo, _ in cut]) if cut else none
-        hi = np.concatenate([hi for _, hi in cut]) if cut else none
-        code = np.concatenate([rank[k.codes[k.index[a]]] for k, (a, _) in zip(keys, cut)]) \
-            if cut else none
-        start = np.concatenate([k.t[a] for k, (a, _) in zip(keys, cut)]) if cut else none
+        lo = np.concatenate([lo for lo, _ in cut])
+        hi = np.concatenate([hi for _, hi in cut])
+        code = np.concatenate([rank[k.codes[k.index[a]]] for k, (a, _) in zip(keys, cut)])
+        start = np.concatenate([k.t[a] for k, (a, _) in zip(keys, cut)])
         k = np.lexsort((start, code))
         block, lo, hi, code, start = block[k], lo[k], hi[k], code[k], start[k]
         same = code[1:] == code[:-1]
@@ -247,7 +248,7 @@ class Streams:
             j = int(broken[0])
             raise ValueError(f"stream {ids[code[j]]!r}: t is not consecutive after "
                              f"t={start[j] + hi[j] - lo[j] - 1} (next t={start[j + 1]})")
-        first = np.r_[0, np.flatnonzero(~same) + 1, len(lo)] if len(lo) else np.zeros(1, int)
+        first = np.r_[0, np.flatnonzero(~same) + 1, len(lo)]
         heads = first[:-1]
         return cls([ids[c] for c in code[heads]], start[heads], first, block, lo, hi, load)
 
@@ -294,7 +295,7 @@ def _matrix(rows, domain: tuple[str, ...], kept: np.ndarray | None) -> np.ndarra
     columns = [rows[d].to_numpy(zero_copy_only=False) for d in domain]
     if kept is not None:
         columns = [c[kept] for c in columns]
-    return np.column_stack(columns) if columns else np.zeros((rows.num_rows, 0))
+    return np.column_stack(columns)
 
 
 def _pieces(codes: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
