@@ -1,7 +1,7 @@
 """Compile a parsed pattern into a minimal DFA over a finite symbol domain.
 
 The DFA (not an NFA) is what the engine runs: every symbol sequence has exactly one
-path, so counting paths counts matches (SEMANTICS §3: same interval, different symbols,
+path, so counting paths counts matches (docs/semantics.md §3: same interval, different symbols,
 different matches). The dead state is dropped: a transition into it is `DEAD`.
 """
 
@@ -21,6 +21,7 @@ from probcep.engine.pattern import (
     SymbolClass,
     parse,
 )
+from probcep.errors import InputError
 
 #: Transition target meaning "no match can follow" (the removed dead state).
 DEAD = -1
@@ -157,7 +158,7 @@ def compile_pattern(pattern: str, domain) -> Dfa:
     """
     domain = tuple(domain)
     if len(set(domain)) != len(domain) or not domain:
-        raise ValueError(f"domain must be a non-empty list of distinct symbols, got {domain!r}")
+        raise InputError(f"domain must be a non-empty list of distinct symbols, got {domain!r}")
     tree = parse(pattern)
     nfa = _Nfa()
     domain_index = {name: i for i, name in enumerate(domain)}

@@ -1,4 +1,4 @@
-"""Grouping of matches (SEMANTICS §4) over one stream, incrementally and resumably.
+"""Grouping of matches (docs/semantics.md §4) over one stream, incrementally and resumably.
 
 `StreamMatcher.feed` takes the next block of timesteps and returns the groups that
 became final; `finish` closes the stream. Between blocks the matcher holds only what a
@@ -34,12 +34,17 @@ from probcep.engine.overlap import (
 )
 from probcep.engine.runs import RunTracker
 from probcep.engine.transducer import Transducer
+from probcep.errors import InputError, ProbcepError
 
 POLICIES = ("single", "complete")
 METHODS = ("transducer", "naive")
 STATE_FORMAT = "probcep-stream-state/1"
 #: Rows handed to the compiled loops at a time: bounds the event buffers, not results.
 CHUNK_ROWS = 1 << 14
+
+
+class QueryError(ProbcepError, ValueError):
+    """A query option outside what the engine accepts (policy, θ, window, method)."""
 
 
 @dataclass(frozen=True)
@@ -54,13 +59,13 @@ class Query:
 
     def __post_init__(self):
         if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
+            raise QueryError(f"policy must be one of {POLICIES}, got {self.policy!r}")
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+            raise QueryError(f"method must be one of {METHODS}, got {self.method!r}")
         if not 0.0 <= float(self.threshold) <= 1.0:
-            raise ValueError(f"threshold must lie in [0, 1], got {self.threshold!r}")
+            raise QueryError(f"threshold must lie in [0, 1], got {self.threshold!r}")
         if self.window is not None and (int(self.window) != self.window or self.window < 1):
-            raise ValueError(f"window must be a positive integer, got {self.window!r}")
+            raise QueryError(f"window must be a positive integer, got {self.window!r}")
 
     @classmethod
     def build(cls, pattern: str, domain, **options) -> Query:
@@ -141,10 +146,10 @@ class StreamMatcher:
         """`feed`, returning the final groups as columns."""
         probs = np.ascontiguousarray(probs, dtype=np.float64)
         if probs.ndim != 2 or probs.shape[1] != len(self.query.dfa.domain):
-            raise ValueError(f"expected rows of {len(self.query.dfa.domain)} probabilities, "
+            raise InputError(f"expected rows of {len(self.query.dfa.domain)} probabilities, "
                              f"got shape {probs.shape}")
         if self.next_t is not None and t0 != self.next_t:
-            raise ValueError(f"stream continues at t={self.next_t}, block starts at t={t0}")
+            raise InputError(f"stream continues at t={self.next_t}, block starts at t={t0}")
         if self.next_t is None:
             self.rows_t0 = t0
         parts = [self._feed_chunk(t0 + lo, probs[lo:lo + CHUNK_ROWS])  # bounded memory
@@ -252,9 +257,9 @@ class StreamMatcher:
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
             header = json.loads(str(arrays["header"]))
             if header.get("format") != STATE_FORMAT:
-                raise ValueError(f"not a probcep stream state (format {header.get('format')!r})")
+                raise InputError(f"not a probcep stream state (format {header.get('format')!r})")
             if header["query"] != query.describe():
-                raise ValueError("saved state was made by a different query: "
+                raise InputError("saved state was made by a different query: "
                                  f"{header['query']} != {query.describe()}")
             m = cls(query, transducer)
             m.next_t = header["next_t"]

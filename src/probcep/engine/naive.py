@@ -1,4 +1,4 @@
-"""The seeds' baseline: group probability by enumerating every world of the interval.
+"""The grouping papers' baseline: group probability by enumerating every world of the interval.
 
 Exponential in the group's length (|D|^len worlds); kept for benchmarks and as a
 cross-check of the transducer. Worlds are enumerated in NumPy chunks, and a group that
@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from probcep.engine.automaton import Dfa
+from probcep.errors import ProbcepError
 
 DEFAULT_MAX_WORLDS = 1 << 24
 _CHUNK = 1 << 16
 
 
-class NaiveLimitError(RuntimeError):
+class NaiveLimitError(ProbcepError, RuntimeError):
     """The naive method would have to enumerate too many worlds."""
 
 

@@ -1,4 +1,4 @@
-"""Overlap bookkeeping (SEMANTICS §4), compiled: match events in, open groups out.
+"""Overlap bookkeeping (docs/semantics.md §4), compiled: match events in, open groups out.
 
 Events arrive as (end t, start s, count, max probability), ordered by end then start:
 one *column* per end time. Open groups live in an int64 table with the columns below

@@ -1,4 +1,4 @@
-"""Pattern language (SEMANTICS §2): tokenizer and parser producing a small syntax tree.
+"""Pattern language (docs/semantics.md §2): tokenizer and parser producing a small syntax tree.
 
 Patterns are tokenized first, then parsed by recursive descent; every error names the
 offending position so that a user can find it in a long pattern. Nothing is evaluated.
@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from probcep.errors import ProbcepError
+
 #: Upper bound on a repetition count: `p{m,n}` is expanded into copies of `p`, so an
 #: absurd bound would build an absurd automaton.
 MAX_REPEAT = 200
 
 
-class PatternError(ValueError):
+class PatternError(ProbcepError, ValueError):
     """A pattern that cannot be used, with the 0-based position of the problem."""
 
     def __init__(self, message: str, pattern: str, position: int):

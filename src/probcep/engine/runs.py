@@ -1,4 +1,4 @@
-"""Run tracking: which intervals of the stream hold matches of M_θ (SEMANTICS §3).
+"""Run tracking: which intervals of the stream hold matches of M_θ (docs/semantics.md §3).
 
 A *run* is a partial match: a start time, a DFA state, and either one path's
 probability (θ > 0: every path is its own run, so we can tell whether it reaches θ) or,

@@ -1,13 +1,14 @@
 """Exact group probability by a forward pass over a lazily built transducer.
 
-The seeds' transducer (001 §5, 000 §4) tracks which pattern states the runs of a world
-are in; its final state absorbs every world that contains a match. We build the same
-thing for any DFA and any window: a *composite* state is the set of live runs of one
-world, each kept as (DFA state, length so far). Of two runs in the same DFA state only
-the younger matters (same future, more window left), so a composite holds at most one
-run per DFA state, and runs that cannot accept inside the window are dropped.
+The grouping papers' transducer (the English paper's §5, the Japanese paper's §4) tracks
+which pattern states the runs of a world are in; its final state absorbs every world
+that contains a match. We build the same thing for any DFA and any window: a *composite*
+state is the set of live runs of one world, each kept as (DFA state, length so far). Of
+two runs in the same DFA state only the younger matters (same future, more window left),
+so a composite holds at most one run per DFA state, and runs that cannot accept inside
+the window are dropped.
 
-Three modes give the seeds' three transition matrices:
+Three modes give the papers' three transition matrices:
   A (T^A): runs may start, acceptance is ignored   (complete overlap, before t_first)
   T (T):   runs may start, acceptance is absorbed  (single overlap; t_first)
   B (T^B): no new runs, acceptance is absorbed     (complete overlap, after t_first)

@@ -1,4 +1,5 @@
-"""Approximate complex event matching under a compute budget (SEMANTICS §7, seed 004).
+"""Approximate complex event matching under a compute budget (docs/semantics.md §7; the
+paper "History is a mirror to the future").
 
 - `errors`: the k-error automaton (cost vectors of prefixes, least insertions);
 - `matcher`: ACEP (every match with at most k errors in a window, skip-till-any-match)
@@ -7,7 +8,7 @@
 - `history`, `policies`: which partial matches to keep when the budget is short.
 """
 
-from probcep.engine.approx.bundles import Bundle, BundleTracker, bundle_spans
+from probcep.engine.approx.bundles import Bundle, BundleTracker
 from probcep.engine.approx.errors import ErrorAutomaton, default_domain, pattern_symbols
 from probcep.engine.approx.history import History
 from probcep.engine.approx.matcher import ApproxMatcher, Budget, MatchClass, Stats
@@ -21,5 +22,5 @@ from probcep.engine.approx.run import StreamResult, run_stream
 
 __all__ = ["ApproxMatcher", "Budget", "Bundle", "BundleTracker", "ErrorAutomaton", "History",
            "HistoryPolicy", "MatchClass", "OldestFirstShedding", "RandomShedding", "Stats",
-           "StreamResult", "bundle_spans", "default_domain", "make_policy", "pattern_symbols",
+           "StreamResult", "default_domain", "make_policy", "pattern_symbols",
            "run_stream"]

@@ -1,4 +1,4 @@
-"""Match bundles (seed 004, Definition 3; SEMANTICS §7).
+"""Match bundles (the approximate-matching paper's Definition 3; docs/semantics.md §7).
 
 A bundle is a maximal run of match points in which consecutive points are at most `w`
 apart. Match points arrive in non-decreasing order, so a bundle is closed as soon as a
@@ -57,14 +57,3 @@ class BundleTracker:
             self.closed.append(self.open)
             self.open = None
         return self.closed
-
-
-def bundle_spans(points, window: int) -> list[tuple[int, int]]:
-    """(first, last) match point of each bundle of a sorted collection of points."""
-    spans: list[tuple[int, int]] = []
-    for p in sorted(points):
-        if spans and p - spans[-1][1] <= window:
-            spans[-1] = (spans[-1][0], p)
-        else:
-            spans.append((p, p))
-    return spans

@@ -1,4 +1,4 @@
-"""k-error automaton: the pattern's DFA plus least-insertion costs (SEMANTICS §7).
+"""k-error automaton: the pattern's DFA plus least-insertion costs (docs/semantics.md §7).
 
 Inserting a symbol into a critical subsequence is a free choice of any DFA edge, so the
 least number of insertions between two DFA states is their shortest-path distance over
@@ -107,13 +107,6 @@ class ErrorAutomaton:
     @classmethod
     def build(cls, pattern: str, k: int, domain) -> ErrorAutomaton:
         return cls(compile_pattern(pattern, tuple(domain)), k)
-
-    @property
-    def n_vectors(self) -> int:
-        return len(self._vectors)
-
-    def vector(self, vid: int) -> np.ndarray:
-        return self._vectors[vid]
 
     def error(self, vid: int) -> int:
         """Least insertions that turn a prefix with this vector into a word (FAR if > k)."""

@@ -1,8 +1,9 @@
-"""The history structure H of seed 004 (Definition 4), learned by reinforcement.
+"""The history structure H of the approximate-matching paper (its Definition 4), learned
+by reinforcement.
 
 Vertices are *match vectors* and *match bundles*. A match vector describes a match node
 at a moment: `(cost vector id, remaining-window bucket, time-since-last bucket)` — the
-seed's `(state, remaining w, err, time since last)`, where our cost vector stands for
+paper's `(state, remaining w, err, time since last)`, where our cost vector stands for
 both state and error (see `errors.py`). The remaining window is taken when the node
 last grew (so it never changes while the node waits), the time since then when the node
 is looked at; both are cut into `n_buckets` equal slices of the window. Each match
@@ -22,7 +23,7 @@ node leads to a match. It is learned by temporal-difference learning, TD(0): aft
 expansion the estimate moves towards 1 if the expansion completed a match, else towards
 `gamma` times the value of the node it produced. The step size is `1 / visits`, floored
 at `alpha_min`: a running average while history is short, tracking drift afterwards.
-This is the seed's online, low-overhead update of H by reinforcement learning (its
+This is the paper's online, low-overhead update of H by reinforcement learning (its
 Section 5): one update per expansion, during the budgeted run too.
 
 A History is tied to the ErrorAutomaton whose vector ids its keys use.

@@ -1,4 +1,5 @@
-"""ACEP and RC-ACEP over one deterministic event stream (SEMANTICS §7, seed 004).
+"""ACEP and RC-ACEP over one deterministic event stream (docs/semantics.md §7; the paper
+"History is a mirror to the future").
 
 A *match node* is a class of candidate prefixes: every non-empty subsequence σ seen so
 far that starts at the same event and has the same cost vector (see `errors.py`). Nodes
@@ -11,7 +12,7 @@ is one more candidate (the seed). Skipping `j` is free: a node stays as it is.
 Matches are reported as *match classes*: the subsequences that event `j` completes from
 one first event with one cost vector, so with one error. `count` says how many distinct
 critical subsequences a class holds; `subsequences()` lists them (with `trace=True`) by
-following the nodes' arrival links backwards, which is the seed's "once we locate the
+following the nodes' arrival links backwards, which is the paper's "once we locate the
 window, enumerate the trajectories there".
 
 Under a budget (RC-ACEP) a policy picks which candidates to expand when there are more
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 
 from probcep.engine.approx.bundles import Bundle, BundleTracker
 from probcep.engine.approx.errors import NO_VECTOR, ErrorAutomaton
+from probcep.errors import InputError
 
 
 class Node:
@@ -153,7 +155,7 @@ class ApproxMatcher:
         """Process one event; return the match classes it completes."""
         began = time.perf_counter()
         if self._last_tag is not None and tag < self._last_tag:
-            raise ValueError(f"stream {self.stream_id!r}: tag {tag} after {self._last_tag}")
+            raise InputError(f"stream {self.stream_id!r}: tag {tag} after {self._last_tag}")
         self._last_tag = tag
         self.symbol = symbol
         j = self.stats.events
@@ -173,14 +175,6 @@ class ApproxMatcher:
     def tag(self) -> int | None:
         """The tag of the event being (or last) processed."""
         return self._last_tag
-
-    def is_seed(self, node: Node) -> bool:
-        """Whether a candidate is the seed: the current event alone, not yet a node."""
-        return node.start == self.stats.events - 1
-
-    @property
-    def n_nodes(self) -> int:
-        return sum(len(nodes) for nodes in self.by_start.values())
 
     def _expire(self, tag: int) -> None:
         while self.by_start:

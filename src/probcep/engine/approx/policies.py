@@ -65,11 +65,11 @@ class HistoryPolicy:
     2. the rest.
 
     The *proxy* of a cost vector is its candidate with the latest first event. It
-    dominates the others with that vector: same future symbols give the same error and
-    it has more window left, so every match point they can reach, it can reach too
-    (seed 004's proxy match: one node explores on behalf of similar ones). Dominated
-    nodes are expanded only with budget to spare, which costs match recall but rarely
-    bundle recall.
+    dominates the others with that vector: same future symbols give the same error and it
+    has more window left, so every match point they can reach, it can reach too (the
+    approximate-matching paper's proxy match: one node explores on behalf of similar ones).
+    Dominated nodes are expanded only with budget to spare, which costs match recall but
+    rarely bundle recall.
 
     Feasibility: a candidate is expanded only if the credit that can still arrive
     before its window closes (credit now, less what this event already spent, plus the

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from probcep.engine.approx.bundles import Bundle
 from probcep.engine.approx.errors import ErrorAutomaton
 from probcep.engine.approx.matcher import ApproxMatcher, Budget, MatchClass, Stats
+from probcep.errors import InputError
 
 
 @dataclass
@@ -38,7 +39,7 @@ def run_stream(automaton: ErrorAutomaton, window: int, symbols, tags, *,
     for pos, (name, tag) in enumerate(zip(symbols, tags, strict=True)):
         a = index.get(name)
         if a is None:
-            raise ValueError(f"stream {stream_id!r}: event {pos} (tag {tag}): symbol {name!r} "
+            raise InputError(f"stream {stream_id!r}: event {pos} (tag {tag}): symbol {name!r} "
                              f"is not in the domain {', '.join(automaton.dfa.domain)}")
         found += matcher.feed(a, int(tag))
     return StreamResult(stream_id, found, matcher.finish(), matcher.stats)
