@@ -1,4 +1,4 @@
-"""Evaluation of RC-ACEP shedding policies (issue 6, item 3; seed 004, Section 6).
+"""Evaluation of RC-ACEP shedding policies (the approximate-matching paper, Section 6).
 
 For each stream kind (tweet-like letters with the buy-point pattern; most-likely-symbol
 sensor streams) a history is learned from an unbudgeted run over a training stream,
@@ -90,7 +90,7 @@ def _chain(pieces: list[list[tuple[str, int]]], window: int) -> list[tuple[str, 
 
 def sensor_file_kind(path: Path, pattern: str, k: int, window: int) -> Kind:
     """A sensor kind from a probabilistic stream file: most likely symbol per timestep."""
-    from probcep.streams import read_blocks
+    from probcep.cli.stream_files import read_blocks
 
     domain, blocks = read_blocks(path)
     seqs = [[(domain[i], block.t0 + t) for t, i in enumerate(block.probs.argmax(axis=1))]

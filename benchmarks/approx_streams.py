@@ -1,13 +1,13 @@
-"""Synthetic event streams for the approximate-matching evaluation (seed 004, Section 6).
+"""Synthetic event streams for the approximate-matching evaluation (the paper's Section 6).
 
 Two kinds, each a list of (symbol, tag):
 
-- `tweet_stream`: tweet-like letter streams for the buy-point pattern of seed 004,
-  Example 1. Each tweet is `S`, a ticker (`a` for $AAPL, `o` for another), a keyword
-  (bullish chart pattern `b d w r`, good news `g e u`, or a neutral word `n`) and `E`;
-  all letters of a tweet carry the tweet's timestamp. Buy-point episodes (two or more
-  bullish $AAPL tweets, then two or more good-news ones) are planted among background
-  tweets; letters are dropped and neutral letters inserted at random.
+- `tweet_stream`: tweet-like letter streams for the buy-point pattern of the
+  approximate-matching paper's Example 1. Each tweet is `S`, a ticker (`a` for $AAPL, `o`
+  for another), a keyword (bullish chart pattern `b d w r`, good news `g e u`, or a neutral
+  word `n`) and `E`; all letters of a tweet carry the tweet's timestamp. Buy-point episodes
+  (two or more bullish $AAPL tweets, then two or more good-news ones) are planted among
+  background tweets; letters are dropped and neutral letters inserted at random.
 - `sensor_stream`: the most likely symbol per timestep of an RFID-like trace of a person
   moving Hallway -> Door -> Room -> Door -> Hallway, with misread timesteps.
 """

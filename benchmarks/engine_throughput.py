@@ -1,8 +1,8 @@
-"""Engine benchmark on the seeds' synthetic stream (seed 001 §6, seed 000 §5).
+"""Engine benchmark on the grouping papers' synthetic stream (their evaluation sections).
 
 Prints three tables:
   1. throughput (timesteps/s, one core) of `a b+ c` for both policies, θ and w;
-  2. the transducer against the naive world enumeration (the seeds' Table 2), both run
+  2. the transducer against the naive world enumeration (the English paper's Table 2), both run
      here in this process on the same stream, with the ratio;
   3. peak traced memory over a long stream against a short one, fed in equal blocks.
 
@@ -26,13 +26,13 @@ from probcep.engine import NaiveLimitError, Query, StreamMatcher  # noqa: E402
 
 DOMAIN = ("a", "b", "c", "d")
 PATTERN = "a b+ c"
-#: Published figures of the seeds' Java system at θ = 0.01 (seed 001, Table 2), for scale.
+#: Published figures of the papers' Java system at θ = 0.01 (English paper, Table 2), for scale.
 SEED_JAVA = {"single": 100_000, "complete": 75_000}
 TARGET = 1_000_000
 
 
 def synthetic_stream(n: int, rng: np.random.Generator, gap: int = 20) -> np.ndarray:
-    """The seeds' generator with `a b+ c` occurrences planted in the true sequence.
+    """The papers' generator with `a b+ c` occurrences planted in the true sequence.
 
     The true symbol at each timestep is uniform over a, b, c, d, except for planted
     occurrences (a, 1-5 b's, c) separated by 5..2*gap timesteps. The other symbols get
@@ -73,7 +73,7 @@ def throughput(policy, theta, window, probs, repeat=3, method="transducer"):
 
 def table_throughput(args, probs):
     print(f"\n## 1. Throughput, pattern `{PATTERN}`, {len(probs):,} timesteps, one core")
-    print("| policy | θ | w | groups | timesteps/s | × target 1M/s | × seeds' Java (θ=0.01) |")
+    print("| policy | θ | w | groups | timesteps/s | × target 1M/s | × papers' Java (θ=0.01) |")
     print("|---|---|---|---|---|---|---|")
     for policy in args.policies:
         for theta in args.thresholds:

@@ -1,6 +1,6 @@
 """The grouping job's throughput on Spark against the engine alone, on the same data.
 
-Writes S streams × N timesteps of the seeds' synthetic stream as a Delta table the way
+Writes S streams × N timesteps of the grouping papers' synthetic stream as a Delta table the way
 normalize writes silver, then measures
   1. the engine on one core: every stream fed to a StreamMatcher in this process, with
      `feed_columns` (NumPy columns out, what the job runs) and, for comparison with
@@ -8,8 +8,8 @@ normalize writes silver, then measures
   2. the job's own task code on one core without Spark: one stream range covering the
      whole table, read from Parquet with pyarrow, cut into streams and grouped
      (`Streams.read` + `group_streams`): the engine plus the reading any job must do;
-  3. the Spark job (`probcep.gold.grouping.run_grouping`) on `local[C]`, in the project's
-     Spark session (`probcep.spark.spark_session`): stream ranges planned from the
+  3. the Spark job (`probcep.pipeline.group_tasks.run_grouping`) on `local[C]`, in the project's
+     Spark session (`probcep.lake.spark.spark_session`): stream ranges planned from the
      footers, each task reading its range and grouping it, output staged as Arrow IPC
      files that the driver reads back;
   4. Spark reading the Parquet and handing it to Python, which only counts rows: the
@@ -44,13 +44,13 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_throughput import DOMAIN, PATTERN, synthetic_stream  # noqa: E402
+from probcep.config.registry import parse_entry  # noqa: E402
+from probcep.lake.spark import spark_session  # noqa: E402
+from probcep.lake.stream_ranges import StreamRange, Streams  # noqa: E402
+from probcep.pipeline.group_tasks import SAVED_STATES, group_streams, run_grouping  # noqa: E402
 
 from probcep.engine import StreamMatcher  # noqa: E402
-from probcep.gold.grouping import STATES, group_streams, run_grouping  # noqa: E402
-from probcep.gold.streams import StreamRange, Streams  # noqa: E402
 from probcep.lake.delta import writer_properties  # noqa: E402
-from probcep.registry import parse_entry  # noqa: E402
-from probcep.spark import spark_session  # noqa: E402
 
 PASSES = ("first", "warm")
 
@@ -107,7 +107,7 @@ def engine_alone(files: list[str], entry, repeat: int) -> dict[str, list[tuple[f
     def from_file() -> tuple[float, int]:
         start = time.perf_counter()
         out = group_streams(Streams.read(files, DOMAIN, StreamRange(None, None)),
-                            STATES.empty_table(), [entry], final=False)
+                            SAVED_STATES.empty_table(), [entry], final=False)
         return time.perf_counter() - start, pc.sum(pc.equal(out["kind"], "group")).as_py()
 
     runs["file"] = first_and_warm(from_file, repeat)
@@ -126,7 +126,7 @@ def spark_job(files: list[str], staging: Path, entry, cores: int,
     def job() -> tuple[float, int]:
         folder = staging / uuid.uuid4().hex
         start = time.perf_counter()
-        out = run_grouping(spark, files, STATES.empty_table(), [entry], DOMAIN, folder)
+        out = run_grouping(spark, files, SAVED_STATES.empty_table(), [entry], DOMAIN, folder)
         seconds = time.perf_counter() - start
         shutil.rmtree(folder)
         return seconds, pc.sum(pc.equal(out["kind"], "group")).as_py()

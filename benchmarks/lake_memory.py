@@ -50,21 +50,23 @@ def write_landing(folder: Path, readings: int, streams: int, seed: int = 7) -> N
 
 def measure(lake: Path, landing: Path, driver_memory: str) -> dict:
     """Ingest and normalize the day in this process; return timings and peak memory."""
-    from probcep.lake.ingest import ingest_day
-    from probcep.lake.normalize import normalize_day
-    from probcep.settings import load_settings
-    from probcep.spark import spark_session
+    from probcep.config.settings import load_settings
+    from probcep.lake.spark import spark_session
+    from probcep.pipeline.context import LakeSilver, RunContext
+    from probcep.pipeline.ingest import ingest_day
+    from probcep.pipeline.normalize import normalize_day
 
     os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {driver_memory} pyspark-shell"
     spark = spark_session("local[2]", shuffle_partitions=8)
     settings = dataclasses.replace(load_settings(), lake_root=lake, landing_dir=landing)
     began = time.perf_counter()
-    report = ingest_day(spark, settings, DAY, "bench")
+    ctx = RunContext(settings, (), LakeSilver(settings), "bench")
+    report = ingest_day(ctx, DAY)
     ingested = time.perf_counter()
-    made = normalize_day(spark, settings, DAY, "bench")
+    made = normalize_day(ctx, DAY)
     done = time.perf_counter()
     heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
-    return {"readings": report.rows, "bronze": report.bronze, "silver_rows": made["rows"],
+    return {"readings": report.rows, "bronze": report.bronze, "silver_rows": made.rows,
             "ingest_s": ingested - began, "normalize_s": done - ingested,
             "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "jvm_heap_mib": heap / 2 ** 20}

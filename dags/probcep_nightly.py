@@ -9,15 +9,16 @@ One night of the probcep pipeline over the DAG run's data interval (one UTC day)
 3. **normalize**: bronze into `silver/distributions`, validated by the silver
    expectations (the night stops here when they fail).
 4. **list_patterns**: the names registered in `patterns.yaml`.
-5. **group**: one mapped task per registered pattern; each resumes from the engine state
+5. **group_day**: one mapped task per registered pattern; each resumes from the engine state
    the previous night saved, so these tasks `depends_on_past` and the DAG runs one day
    at a time: a backfill (`airflow backfill create`) gives the rows the nights would have.
 6. **validate_gold**: the day's `gold/groups` against the gold expectations.
 7. **publish_alerts**: `gold/alerts` for the day, changes to `gold/alert_changes`.
 
-The Spark steps are `jobs/<name>.py` submitted through the `spark_default` connection
-(`local[*]` on one machine, `spark://…` on the cluster). Settings come from
-`probcep.yaml` (or `PROBCEP_SETTINGS`) and `PROBCEP_<KEY>` in the worker's environment.
+Each Spark step is `jobs/<task>.py`, the `probcep` verb of the same name, submitted
+through the `spark_default` connection (`local[*]` on one machine, `spark://…` on the
+cluster). Settings come from `PROBCEP_SETTINGS` (else `./probcep.yaml`, else the
+packaged defaults) and `PROBCEP_<KEY>` in the worker's environment.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import dag, task
 
-#: The repository root: where `jobs/`, `probcep.yaml` and `patterns.yaml` live.
+#: Where `jobs/` lives: the repository root, or PROBCEP_HOME in a deployment.
 PROJECT = Path(os.environ.get("PROBCEP_HOME") or Path(__file__).resolve().parents[1])
 LANDING_SUFFIXES = (".csv", ".jsonl", ".parquet")
 LANDING_TIMEOUT = dt.timedelta(hours=6)
@@ -46,10 +47,10 @@ def job(name: str) -> str:
     return str(PROJECT / "jobs" / f"{name}.py")
 
 
-def spark_job(task_id: str, name: str, **kwargs) -> SparkSubmitOperator:
-    """A `jobs/<name>.py` step for the run's day."""
+def spark_job(name: str, **kwargs) -> SparkSubmitOperator:
+    """The step `name` (task id and `jobs/<name>.py`) for the run's day."""
     return SparkSubmitOperator(
-        task_id=task_id, application=job(name), conn_id="spark_default",
+        task_id=name, application=job(name), conn_id="spark_default",
         name=f"probcep-{name}-{{{{ ds }}}}", application_args=["--date", "{{ ds }}"],
         **kwargs)
 
@@ -71,7 +72,7 @@ def probcep_nightly():
         """Done once the day's landing folder holds at least one data file."""
         from airflow.sdk import PokeReturnValue
 
-        from probcep.settings import load_settings
+        from probcep.config.settings import load_settings
 
         folder = load_settings().landing_dir / ds
         files = sorted(p.name for p in folder.glob("*") if p.suffix in LANDING_SUFFIXES)
@@ -84,7 +85,7 @@ def probcep_nightly():
         """The names of the registered patterns (patterns.yaml), sorted."""
         import yaml
 
-        from probcep.settings import load_settings
+        from probcep.config.settings import load_settings
 
         path = load_settings().registry
         names = sorted((yaml.safe_load(path.read_text()) or {}).get("patterns") or {})
@@ -96,16 +97,16 @@ def probcep_nightly():
     def group_args(name: str, ds=None) -> list[str]:
         return ["--date", ds, "--pattern", name]
 
-    ingest = spark_job("ingest", "ingest")
-    normalize = spark_job("normalize", "normalize")
-    group = SparkSubmitOperator.partial(
-        task_id="group", application=job("group"), conn_id="spark_default",
-        name="probcep-group", depends_on_past=True,
+    ingest = spark_job("ingest")
+    normalize = spark_job("normalize")
+    group_day = SparkSubmitOperator.partial(
+        task_id="group_day", application=job("group_day"), conn_id="spark_default",
+        name="probcep-group_day", depends_on_past=True,
     ).expand(application_args=group_args.expand(name=list_patterns()))
-    validate_gold = spark_job("validate_gold", "validate_gold")
-    publish_alerts = spark_job("publish_alerts", "alerts")
+    validate_gold = spark_job("validate_gold")
+    publish_alerts = spark_job("publish_alerts")
 
-    wait_for_landing() >> ingest >> normalize >> group >> validate_gold >> publish_alerts
+    wait_for_landing() >> ingest >> normalize >> group_day >> validate_gold >> publish_alerts
 
 
 probcep_nightly()

@@ -70,7 +70,7 @@ def probcep_rerun():
         if patterns:
             import yaml
 
-            from probcep.settings import load_settings
+            from probcep.config.settings import load_settings
 
             path = load_settings().registry
             known = (yaml.safe_load(path.read_text()) or {}).get("patterns") or {}
@@ -111,17 +111,11 @@ def probcep_rerun():
 
 def _alert_changes():
     """gold/alert_changes as a pandas frame (empty when the table does not exist yet)."""
-    import pandas as pd
+    from probcep.config.settings import load_settings
+    from probcep.lake.tables import ALERT_CHANGES
 
-    from probcep.settings import load_settings
-
-    path = load_settings().lake_root / "gold" / "alert_changes"
-    if not (path / "_delta_log").is_dir():
-        return pd.DataFrame({"change": pd.Series(dtype=str),
-                             "changed_by_run": pd.Series(dtype=str)})
-    from deltalake import DeltaTable
-
-    return DeltaTable(str(path)).to_pandas(columns=["change", "changed_by_run"])
+    rows = ALERT_CHANGES.read(load_settings().lake_root)
+    return rows.select(["change", "changed_by_run"]).to_pandas()
 
 
 probcep_rerun()

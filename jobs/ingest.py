@@ -1,6 +1,6 @@
 """spark-submit entry point for `probcep ingest`:
 
-    spark-submit jobs/ingest.py --date YYYY-MM-DD
+    spark-submit jobs/ingest.py --date YYYY-MM-DD [--lake DIR] [--settings FILE]
 """
 
 import sys

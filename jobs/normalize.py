@@ -1,6 +1,6 @@
 """spark-submit entry point for `probcep normalize`:
 
-    spark-submit jobs/normalize.py --date YYYY-MM-DD
+    spark-submit jobs/normalize.py --date YYYY-MM-DD [--lake DIR] [--settings FILE]
 """
 
 import sys

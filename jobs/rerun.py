@@ -1,4 +1,4 @@
-"""spark-submit entry point for a rerun after a data fix (`probcep rerun`).
+"""spark-submit entry point for `probcep rerun`:
 
     spark-submit jobs/rerun.py --from 2026-01-02 --to 2026-01-02 --reason "reader fixed"
 """

@@ -1,6 +1,6 @@
 """spark-submit entry point for `probcep validate-gold`:
 
-    spark-submit jobs/validate_gold.py --date YYYY-MM-DD
+    spark-submit jobs/validate_gold.py --date YYYY-MM-DD [--lake DIR] [--settings FILE]
 """
 
 import sys

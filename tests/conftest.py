@@ -1,5 +1,5 @@
 """One local Spark session for every suite that needs it, started as the pipeline starts
-its own (`probcep.spark.spark_session`), so tests run with the production settings."""
+its own (`probcep.lake.spark.spark_session`), so tests run with the production settings."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 @pytest.fixture(scope="session")
 def spark():
     pytest.importorskip("pyspark.sql")
-    from probcep.spark import spark_session
+    from probcep.lake.spark import spark_session
 
     session = spark_session("local[2]", "probcep-tests", shuffle_partitions=4)
     yield session

@@ -31,12 +31,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.dags.conftest import ROOT, airflow_env
+from tests.dags.conftest import airflow_env
 
 pytestmark = pytest.mark.slow
 DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
 CHANGED = DAYS[0]  # the rerun recomputes it, then walks on into DAYS[1]
 BIN = Path(sys.executable).parent
+#: The bundled sample and registry, found without importing probcep at collection time.
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "probcep"
+SAMPLE = PACKAGE / "demo" / "landing"
+REGISTRY = PACKAGE / "config" / "patterns.yaml"
 #: A stream seen only around midnight: Door, Room, Room (day 1), Room, Door (day 2).
 MIDNIGHT_VISIT = {
     DAYS[0]: [("23:57:10", "Door"), ("23:58:10", "Room"), ("23:59:10", "Room")],
@@ -65,7 +69,7 @@ def gold(lake: Path, table: str):
 def make_landing(landing: Path) -> None:
     """The sample's days, plus the midnight visit of MIDNIGHT_STREAM."""
     for day in DAYS:
-        shutil.copytree(ROOT / "data" / "sample" / "landing" / day, landing / day)
+        shutil.copytree(SAMPLE / day, landing / day)
         with (landing / day / "readings.csv").open("a") as f:
             for clock, symbol in MIDNIGHT_VISIT.get(day, []):
                 f.write(f"{MIDNIGHT_STREAM},reader-0,{day}T{clock},{symbol},0.95\n")
@@ -82,7 +86,7 @@ def change_day(landing: Path) -> int:
 
 def reference_run(env) -> dict:
     """`probcep run` over DAYS; its gold tables, read before the reference rerun."""
-    run([sys.executable, "-m", "probcep.cli", "run", "--from", DAYS[0], "--to", DAYS[-1]],
+    run([sys.executable, "-m", "probcep", "run", "--from", DAYS[0], "--to", DAYS[-1]],
         env)
     lake = Path(env["PROBCEP_LAKE_ROOT"])
     return {t: gold(lake, t) for t in ("groups", "alerts")}
@@ -91,7 +95,7 @@ def reference_run(env) -> dict:
 def reference_rerun(env) -> dict:
     """`probcep rerun` of CHANGED after the same fix, on the reference lake."""
     assert change_day(Path(env["PROBCEP_LANDING_DIR"])) > 0
-    out = run([sys.executable, "-m", "probcep.cli", "rerun", "--from", CHANGED, "--to",
+    out = run([sys.executable, "-m", "probcep", "rerun", "--from", CHANGED, "--to",
                CHANGED, "--reason", "reader relabelled"], env)
     lake = Path(env["PROBCEP_LAKE_ROOT"])
     return {"out": out, **{t: gold(lake, t) for t in ("groups", "alerts")}}
@@ -111,7 +115,7 @@ def world(tmp_path_factory):
     base = tmp_path_factory.mktemp("airflow_e2e")
     make_landing(base / "landing")
     make_landing(base / "landing_cli")
-    registry = yaml.safe_load((ROOT / "patterns.yaml").read_text())
+    registry = yaml.safe_load(REGISTRY.read_text())
     registry["patterns"] = {"room_visit": registry["patterns"]["room_visit"]}
     (base / "patterns.yaml").write_text(yaml.safe_dump(registry))
     (base / "home").mkdir()

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from probcep.settings import Settings
+from probcep.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKER = ROOT / "docker"
@@ -120,7 +119,11 @@ def test_dockerfile_copies_paths_that_exist_and_sets_what_the_dags_need(dockerfi
         for source in args[:-1]:
             assert (ROOT / source).exists(), f"COPY {source}: no such path"
     copied = {source.rstrip("/") for args in copies for source in args[:-1]}
-    assert {"jobs", "dags", "src", "expectations", "probcep.yaml", "patterns.yaml"} <= copied
+    assert {"jobs", "dags", "src", "expectations"} <= copied
+    installs = [args for instruction, args in dockerfile
+                if instruction == "RUN" and "pip install" in args]
+    assert any('".[lake,airflow]"' in args for args in installs)
+    assert not any(" -e " in f" {args} " for args in installs)  # a wheel, not the checkout
     env = dockerfile_env(dockerfile)
     assert env["PROBCEP_HOME"] == "/opt/probcep"  # the DAGs find jobs/ under it
     assert env["AIRFLOW__CORE__DAGS_FOLDER"] == env["PROBCEP_HOME"] + "/dags"

@@ -1,4 +1,4 @@
-"""Brute-force possible-worlds reference for SEMANTICS §3–§4, independent of the engine.
+"""Brute-force possible-worlds reference for docs/semantics.md §3–§4, independent of the engine.
 
 Patterns are given here as Python regular expressions over one-letter symbols (the test
 strategies render each random syntax tree twice: probcep syntax for the engine, `re`

@@ -1,4 +1,4 @@
-"""The pattern language table (SEMANTICS §2) and engine objects' contracts."""
+"""The pattern language table (docs/semantics.md §2) and engine objects' contracts."""
 
 from __future__ import annotations
 

@@ -1,1 +1,3 @@
-"""The lake's first layers: raw readings into bronze, bronze into validated silver."""
+"""The lake: the table catalog, Delta reads and writes, Spark, and the expectation suites.
+
+It knows the tables, not the pipeline steps that fill them."""

@@ -1,12 +1,12 @@
 """Spark DataFrames in and out of the lake's Delta tables, without the driver holding them.
 
-The embedded default writes Delta with delta-rs (Spark's Delta jars are not on this
-classpath, see ARCHITECTURE.md). A large batch must not pass through the driver as one
-Arrow table, so Spark's executors first write the rows as Parquet into a staging folder
-beside the table; delta-rs then streams those files, one record batch at a time, into
-the table in a single commit and the staging folder is removed. A run killed before the
-commit leaves only a staging folder, which no reader sees and the next write of that
-table clears away.
+The embedded default writes Delta with delta-rs (Spark's Delta jars cannot be fetched
+where there is no Maven repository; docs/pipeline.md). A large batch must not pass
+through the driver as one Arrow table, so Spark's executors first write the rows as
+Parquet into a staging folder beside the table; delta-rs then streams those files, one
+record batch at a time, into the table in a single commit and the staging folder is
+removed. A run killed before the commit leaves only a staging folder, which no reader
+sees and the next write of that table clears away.
 
 Reads go the other way: delta-rs lists the current snapshot's files, pruned by
 partition values and by the per-file min/max statistics Delta keeps, and Spark (or
@@ -15,10 +15,13 @@ pyarrow) reads only those Parquet files.
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
+
+from probcep.lake.tables import Table, commit_properties
 
 STAGING_PREFIX = "_staging-"
 BATCH_ROWS = 65_536
@@ -43,29 +46,11 @@ def writer_properties(schema):
                 or pa.types.is_dictionary(f.type))})
 
 
-def read_delta(spark, path: Path, filters=None):
-    """A Delta table's current files that may hold rows matching `filters` (delta-rs
-    tuple filters: partition values select files exactly, other columns prune by file
-    statistics), read by Spark. None when there is no table or no such file."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(str(path)):
-        return None
-    files = DeltaTable(str(path)).file_uris(file_pruning_predicate=filters or None)
+def spark_read(spark, table: Table, lake, filters=None):
+    """The table's current files that may hold rows matching `filters` (see
+    `Table.files`), read by Spark. None when there is no table or no such file."""
+    files = table.files(lake, filters)
     return spark.read.parquet(*files) if files else None
-
-
-def pruned_files(path: Path, filters) -> tuple[list[str], int]:
-    """The files a read with `filters` must open, and how many files the snapshot has.
-
-    Delta keeps each file's min/max per column; delta-rs drops the files whose ranges
-    cannot meet the filters (a superset of the matching rows' files is kept)."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(str(path)):
-        raise FileNotFoundError(f"{path}: no Delta table here")
-    table = DeltaTable(str(path))
-    return table.file_uris(file_pruning_predicate=filters), len(table.file_uris())
 
 
 @contextmanager
@@ -98,17 +83,17 @@ def staged_rows(folder: Path) -> int:
     return ds.dataset(_parts(folder), format="parquet").count_rows() if _parts(folder) else 0
 
 
-def commit_staged(folder: Path, schema, table_path: Path, partition: str, value: str,
-                  metadata: dict, target_file_size: int | None = None) -> None:
-    """Replace the rows of one partition (`partition` = `value`) by the staged ones, in one
-    commit whose metadata is `metadata`. Rows stream in the staged files' order, which
+def commit_staged(folder: Path, schema, table: Table, lake, day: dt.date, metadata: dict,
+                  target_file_size: int | None = None) -> None:
+    """Replace the day's partition of a table by the staged rows, in one commit whose
+    metadata is `metadata`. Rows stream in the staged files' order, which
     delta-rs (1.6) keeps except that it may interleave batches (200 sorted batches of
     50,000 rows came out with the order broken at 4 places): files cut by size stay
     sorted in long runs and keep narrow statistics, but no reader may assume a file
     wholly sorted."""
     import pyarrow as pa
     import pyarrow.dataset as ds
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake import DeltaTable, write_deltalake
 
     schema = pa.schema([f.with_nullable(True) for f in schema])
     parts = _parts(folder)
@@ -119,30 +104,31 @@ def commit_staged(folder: Path, schema, table_path: Path, partition: str, value:
     else:
         batches = iter(())
     reader = pa.RecordBatchReader.from_batches(schema, batches)
-    props = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()})
-    options = {"commit_properties": props, "target_file_size": target_file_size,
+    options = {"commit_properties": commit_properties(metadata),
+               "target_file_size": target_file_size,
                "writer_properties": writer_properties(schema)}
-    if DeltaTable.is_deltatable(str(table_path)):
-        write_deltalake(str(table_path), reader, mode="overwrite",
-                        predicate=f"{partition} = '{value}'", **options)
+    path = table.path(lake)
+    if DeltaTable.is_deltatable(str(path)):
+        write_deltalake(str(path), reader, mode="overwrite",
+                        predicate=table.day_predicate(day, {}), **options)
     else:
-        table_path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(table_path), reader, mode="append", partition_by=[partition],
+        path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(str(path), reader, mode="append", partition_by=[table.day_column],
                         **options)
 
 
-def replace_partition(frame, table_path: Path, partition: str, value: str, metadata: dict,
-                      target_file_size: int | None = None, check=None) -> int:
-    """Replace one partition of a table by a Spark DataFrame's rows; returns the row count.
+def replace_day(frame, table: Table, lake, day: dt.date, metadata: dict,
+                target_file_size: int | None = None, check=None) -> int:
+    """Replace the day's partition of a large table by a Spark DataFrame's rows, written
+    by the executors and committed from staging; returns the row count.
 
     `check(staged)`, given the staged rows as a Spark DataFrame, runs before the commit:
     when it raises, nothing is committed and the table stays as it was."""
     schema = frame.limit(0).toArrow().schema
-    with staged(frame, table_path) as folder:
+    with staged(frame, table.path(lake)) as folder:
         if check is not None:
             check(frame.sparkSession.read.parquet(str(folder)))
-        commit_staged(folder, schema, table_path, partition, value, metadata,
-                      target_file_size)
+        commit_staged(folder, schema, table, lake, day, metadata, target_file_size)
         return staged_rows(folder)
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from probcep.gold import tables as T
-from probcep.lake.delta import pruned_files
-from probcep.lake.normalize import SILVER
-from probcep.settings import Settings
+from probcep.config.settings import Settings
+from probcep.errors import ProbcepError
+from probcep.lake.tables import SILVER
 
 
 @dataclass(frozen=True)
@@ -42,21 +41,17 @@ class SilverSlice:
         return rows.sort_by("t")
 
 
-def timestep(settings: Settings, ts: dt.datetime) -> int:
-    """The timestep holding wall-clock time `ts` (naive times are UTC)."""
-    if ts.tzinfo is not None:
-        ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
-    return (ts - settings.epoch) // settings.step
-
-
 def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,
                  end: dt.datetime) -> SilverSlice:
     """The silver files holding `stream_id` between `start` (inclusive) and `end`
     (exclusive)."""
     if end <= start:
-        raise ValueError(f"slice end {end} is not after its start {start}")
-    first, last = timestep(settings, start), timestep(settings, end - dt.timedelta(0, 0, 1))
-    path = T.table_path(settings.lake_root, SILVER)
-    files, total = pruned_files(path, [("stream_id", "=", stream_id), ("t", ">=", first),
-                                       ("t", "<=", last)])
-    return SilverSlice(stream_id, first, last, files, total)
+        raise ProbcepError(f"slice end {end} is not after its start {start}")
+    lake = settings.lake_root
+    if not SILVER.exists(lake):
+        raise ProbcepError(f"{SILVER.path(lake)}: no silver table here")
+    clock = settings.clock
+    first, last = clock.timestep(start), clock.timestep(end - dt.timedelta(0, 0, 1))
+    files = SILVER.files(lake, [("stream_id", "=", stream_id), ("t", ">=", first),
+                                ("t", "<=", last)])
+    return SilverSlice(stream_id, first, last, files, len(SILVER.files(lake)))

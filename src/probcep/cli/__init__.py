@@ -1,0 +1,43 @@
+"""The `probcep` command: one entry point, one module per subcommand.
+
+Every expected failure is a `ProbcepError`: its message (what, where) is printed on one
+line and the exit code is 2. Anything else is a bug and keeps its traceback (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from probcep.errors import ProbcepError
+
+#: Modules that each define `register(subparsers)`; they import Spark, Delta and GX only
+#: inside their handlers, so `probcep group` never pays for them.
+COMMAND_MODULES = (
+    "probcep.cli.group",
+    "probcep.cli.approx",
+    "probcep.cli.plot",
+    "probcep.cli.steps",
+    "probcep.cli.slice",
+    "probcep.cli.demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="probcep", description="Find and group complex events in uncertain sensor data.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except ProbcepError as exc:
+        print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
+        return 2

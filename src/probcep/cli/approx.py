@@ -1,0 +1,136 @@
+"""`probcep approx`: approximate matching (k errors, skip-till-any-match) on event streams."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from probcep.cli.stream_files import read_table
+from probcep.engine.approx import (
+    Budget,
+    ErrorAutomaton,
+    History,
+    HistoryPolicy,
+    default_domain,
+    make_policy,
+    run_stream,
+)
+from probcep.engine.approx.matcher import DEFAULT_BURST
+from probcep.errors import InputError
+
+COLUMNS = ("stream_id", "tag", "symbol")
+#: Refuse to print more critical subsequences than this unless told otherwise.
+DEFAULT_MAX_MATCHES = 100_000
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "approx", help="approximate matches (at most K errors) of a pattern in event streams",
+        description="Find every subsequence of each stream of INPUT, within the window, that "
+                    "at most K inserted symbols turn into a word of PATTERN (skip-till-any-"
+                    "match, docs/semantics.md §7); print one JSON line per match.")
+    p.add_argument("input", metavar="INPUT", type=Path,
+                   help=".csv, .parquet or .jsonl with columns stream_id, tag, symbol")
+    p.add_argument("--pattern", required=True, help="pattern, e.g. 'a ( b | c ) d b'")
+    p.add_argument("--max-errors", type=int, required=True, metavar="K",
+                   help="most inserted symbols a match may need (0: exact matching)")
+    p.add_argument("--window", type=int, required=True, metavar="W",
+                   help="a match's tags span less than W: tag(last) - tag(first) < W")
+    p.add_argument("--domain", help="comma-separated symbols (default: the pattern's "
+                                    "symbols and every symbol in the input)")
+    p.add_argument("--budget", type=float, metavar="B",
+                   help="work units (match node expansions) per event; unlimited if absent")
+    p.add_argument("--burst", type=float, default=DEFAULT_BURST,
+                   help=f"unused budget is kept for this many events (default {DEFAULT_BURST:g})")
+    p.add_argument("--policy", choices=("history", "random", "oldest"), default="history",
+                   help="which partial matches to keep when the budget is short")
+    p.add_argument("--train", type=Path, metavar="FILE",
+                   help="learn the history policy from an unbudgeted run over FILE first")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random policy")
+    p.add_argument("--bundles", action="store_true", help="also print one line per bundle")
+    p.add_argument("--max-matches", type=int, default=DEFAULT_MAX_MATCHES, metavar="N",
+                   help=f"refuse to print more than N matches (default {DEFAULT_MAX_MATCHES})")
+    p.add_argument("--stats", action="store_true",
+                   help="print work units, candidates and seconds per stream on stderr")
+    p.add_argument("-o", "--output", type=Path, help="write JSON lines here, not to stdout")
+    p.set_defaults(handler=run)
+
+
+def read_events(path: Path) -> dict[str, pd.DataFrame]:
+    """One frame (tag, symbol) per stream, in tag order (ties keep file order)."""
+    frame = read_table(path)
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
+    for col in ("stream_id", "symbol"):
+        if frame[col].isna().any():
+            row = int(frame[col].isna().to_numpy().nonzero()[0][0])
+            raise InputError(f"{path}: row {row}: {col} is missing")
+    tags = pd.to_numeric(frame["tag"], errors="coerce")
+    bad = tags.isna() | (tags != tags.round())
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]!r} is not an integer")
+    frame = pd.DataFrame({"stream_id": frame["stream_id"].astype(str),
+                          "tag": tags.astype("int64"), "symbol": frame["symbol"].astype(str)})
+    frame = frame.sort_values(["stream_id", "tag"], kind="stable")
+    return {sid: g.reset_index(drop=True) for sid, g in frame.groupby("stream_id", sort=True)}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.max_errors < 0:
+        raise InputError(f"--max-errors must be >= 0, got {args.max_errors}")
+    streams = read_events(args.input)
+    training = read_events(args.train) if args.train else {}
+    if args.domain:
+        domain = tuple(s.strip() for s in args.domain.split(",") if s.strip())
+    else:
+        observed = {s for g in [*streams.values(), *training.values()] for s in g["symbol"]}
+        domain = default_domain(args.pattern, observed)
+    ea = ErrorAutomaton.build(args.pattern, args.max_errors, domain)
+    policy = None
+    if args.budget is not None:
+        history = History(args.window)
+        if training:
+            learner = HistoryPolicy(history)
+            for sid, g in training.items():
+                run_stream(ea, args.window, list(g["symbol"]), list(g["tag"]), policy=learner,
+                           stream_id=sid)
+            history.refresh_maps()
+        policy = make_policy(args.policy, history=history, seed=args.seed)
+    lines = []
+    for sid, g in streams.items():
+        budget = Budget(args.budget, args.burst) if args.budget is not None else None
+        symbols, tags = list(g["symbol"]), [int(t) for t in g["tag"]]
+        try:
+            result = run_stream(ea, args.window, symbols, tags, budget=budget, policy=policy,
+                                trace=True, stream_id=sid)
+        except InputError as exc:
+            raise InputError(f"{args.input}: {exc}") from exc
+        if result.n_matches + len(lines) > args.max_matches:
+            raise InputError(f"{args.input}: more than {args.max_matches} matches; narrow the "
+                             f"window or the errors, or raise --max-matches")
+        for m in result.matches:
+            for sigma in m.subsequences():
+                lines.append({"type": "match", "stream_id": sid, "positions": list(sigma),
+                              "tags": [tags[i] for i in sigma],
+                              "symbols": [symbols[i] for i in sigma],
+                              "errors": m.errors, "match_point": m.match_point})
+        if args.bundles:
+            lines += [{"type": "bundle", "stream_id": sid, **b.as_dict()}
+                      for b in result.bundles]
+        if args.stats:
+            s = result.stats
+            print(json.dumps({"stream_id": sid, "events": s.events, "candidates": s.candidates,
+                              "work": s.work, "shed": s.shed, "matches": s.matches,
+                              "seconds": round(s.seconds, 6)}), file=sys.stderr)
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text)
+    return 0

@@ -1,0 +1,45 @@
+"""`probcep slice`: one stream's time slice of silver, reading only the files that hold it."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("slice", help="one stream's time slice of silver, reading only its files",
+                       description="Print (or write as CSV) one stream's silver rows between "
+                                   "two times, and how many of silver's files were read.")
+    p.add_argument("--stream", required=True, help="stream_id")
+    p.add_argument("--start", type=dt.datetime.fromisoformat, required=True,
+                   help="first time, ISO (UTC unless it has an offset)")
+    p.add_argument("--end", type=dt.datetime.fromisoformat, required=True,
+                   help="end time (exclusive), ISO")
+    p.add_argument("--settings", type=Path,
+                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
+    p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
+    p.add_argument("-o", "--output", type=Path, help="write the rows here as CSV")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pyarrow.csv as pacsv
+
+    from probcep.config.settings import load_settings
+    from probcep.lake.slices import silver_slice
+
+    settings = load_settings(args.settings)
+    if args.lake:
+        settings = dataclasses.replace(settings, lake_root=args.lake)
+    part = silver_slice(settings, args.stream, args.start, args.end)
+    rows = part.read()
+    print(part.line() + f", {0 if rows is None else rows.num_rows} rows", file=sys.stderr)
+    if rows is not None:
+        if args.output:
+            pacsv.write_csv(rows, args.output)
+        else:
+            print(rows.to_pandas().to_string(index=False))
+    return 0

@@ -1,0 +1,135 @@
+"""The pipeline's steps as `probcep` verbs, each named like its `jobs/` file and Airflow
+task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`, and `run` (a
+night or a backfill) and `rerun` (after a data fix)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+
+
+def _options(p, patterns: bool = True) -> None:
+    p.add_argument("--settings", type=Path,
+                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
+    p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
+    p.add_argument("--registry", type=Path, help="patterns registry (default: the settings')")
+    p.add_argument("--master", help="Spark master (default: the settings', spark-submit's, "
+                                    "else local[*])")
+    if patterns:
+        p.add_argument("--pattern", action="append", metavar="NAME",
+                       help="only this registered pattern (repeatable; default all)")
+        p.add_argument("--source", type=Path,
+                       help="folder of distributions-YYYY-MM-DD.parquet to use as silver, "
+                            "skipping ingest and normalize")
+
+
+def _day(sub, name: str, text: str, handler, patterns: bool = True) -> None:
+    p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+    p.add_argument("--date", type=dt.date.fromisoformat, required=True)
+    _options(p, patterns)
+    p.set_defaults(handler=handler)
+
+
+def register(sub) -> None:
+    _day(sub, "ingest", "landing files of a day into bronze (bad rows to quarantine)", ingest,
+         patterns=False)
+    _day(sub, "normalize", "a day of bronze into validated silver distributions", normalize,
+         patterns=False)
+    _day(sub, "group-day", "group a day of silver for the registered patterns and check the "
+                           "gold rows (the Airflow DAG maps it per pattern)", group_day)
+    _day(sub, "validate-gold", "check a day's gold groups against the gold expectations",
+         validate_gold)
+    _day(sub, "publish-alerts", "replace a day's alerts from its groups and record what "
+                                "changed", publish_alerts)
+    p = sub.add_parser("run", help="the night of a day (--date) or of a range (--from/--to)",
+                       description="The nightly work for a day, or for every day of a range "
+                                   "in order (a backfill).")
+    when = p.add_mutually_exclusive_group(required=True)
+    when.add_argument("--date", type=dt.date.fromisoformat)
+    when.add_argument("--from", dest="first", type=dt.date.fromisoformat)
+    p.add_argument("--to", dest="last", type=dt.date.fromisoformat)
+    _options(p)
+    p.set_defaults(handler=run)
+    r = sub.add_parser("rerun", help="recompute days after a data fix and report alert changes",
+                       description="Recompute groups, states and alerts from --from on, "
+                                   "stopping once the engine states agree again.")
+    r.add_argument("--from", dest="first", type=dt.date.fromisoformat, required=True)
+    r.add_argument("--to", dest="last", type=dt.date.fromisoformat, required=True)
+    r.add_argument("--reason", default="", help="why (kept in the commit metadata)")
+    _options(r)
+    r.set_defaults(handler=rerun)
+
+
+def _context(args: argparse.Namespace, step: str):
+    from probcep.pipeline.context import RunContext
+
+    return RunContext.open(step, settings=args.settings, lake=args.lake,
+                           registry=args.registry, patterns=getattr(args, "pattern", None),
+                           source=getattr(args, "source", None), master=args.master)
+
+
+def ingest(args: argparse.Namespace) -> int:
+    from probcep.pipeline.ingest import ingest_day
+
+    print(ingest_day(_context(args, "ingest"), args.date).line())
+    return 0
+
+
+def normalize(args: argparse.Namespace) -> int:
+    from probcep.pipeline.normalize import normalize_day
+
+    ctx = _context(args, "normalize")
+    made = normalize_day(ctx, args.date)
+    print(f"{args.date}: silver {made.rows} rows over {made.streams} streams, validated; "
+          f"Data Docs under {ctx.docs_dir}")
+    return 0
+
+
+def group_day(args: argparse.Namespace) -> int:
+    from probcep.pipeline.group_day import group_day as group
+
+    print(group(_context(args, "group-day"), args.date).line())
+    return 0
+
+
+def validate_gold(args: argparse.Namespace) -> int:
+    from probcep.pipeline.validate_gold import validate_gold as validate
+
+    rows = validate(_context(args, "validate-gold"), args.date)
+    print(f"{args.date}: {rows} gold groups passed the gold expectations")
+    return 0
+
+
+def publish_alerts(args: argparse.Namespace) -> int:
+    from probcep.pipeline.publish_alerts import publish_alerts as publish
+
+    ctx = _context(args, "publish-alerts")
+    changes = publish(ctx, args.date)
+    print(f"{args.date}: alerts added {changes.added}, retracted {changes.retracted} "
+          f"(run {ctx.run_id})")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from probcep.errors import ProbcepError
+    from probcep.pipeline.run import run_days
+
+    first, last = args.date or args.first, args.date or args.last
+    if last is None:
+        raise ProbcepError("--from needs --to")
+    run_days(_context(args, "run"), first, last)
+    return 0
+
+
+def rerun(args: argparse.Namespace) -> int:
+    from probcep.pipeline.rerun import rerun_days
+
+    ctx = _context(args, "rerun")
+    done = rerun_days(ctx, args.first, args.last, reason=args.reason)
+    added = sum(d.alerts.added for d in done)
+    retracted = sum(d.alerts.retracted for d in done)
+    print(f"{ctx.run_id}: {len(done)} days recomputed, alerts added {added}, retracted "
+          f"{retracted} (gold/alert_changes, changed_by_run = '{ctx.run_id}')"
+          + (f"; reason: {args.reason}" if args.reason else ""))
+    return 0

@@ -1,1 +1,0 @@
-"""Subcommands of the `probcep` command, one module each with `register(subparsers)`."""

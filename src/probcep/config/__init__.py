@@ -1,0 +1,1 @@
+"""What a run is told: settings, the patterns registry, and the clock from t to time."""

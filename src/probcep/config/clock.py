@@ -1,0 +1,43 @@
+"""Timesteps and wall-clock time: t = floor((ts - epoch) / step), all in UTC."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Maps integer timesteps to wall-clock time and back: ts = epoch + t * step."""
+
+    epoch: dt.datetime  # naive, UTC
+    step: dt.timedelta
+
+    @property
+    def epoch_micros(self) -> int:
+        return int(self.epoch.replace(tzinfo=dt.UTC).timestamp() * 1_000_000)
+
+    @property
+    def step_micros(self) -> int:
+        return int(self.step / dt.timedelta(microseconds=1))
+
+    def timestep(self, ts: dt.datetime) -> int:
+        """The timestep holding `ts` (naive times are UTC)."""
+        if ts.tzinfo is not None:
+            ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
+        return (ts - self.epoch) // self.step
+
+    def day_range(self, day: dt.date) -> tuple[int, int]:
+        """[first t, last t + 1) of a calendar day (UTC)."""
+        first = self.timestep(dt.datetime.combine(day, dt.time()))
+        return first, first + int(dt.timedelta(days=1) / self.step)
+
+    def times(self, t: pa.Array) -> pa.Array:
+        """Timesteps (nulls kept) as UTC timestamps."""
+        t = np.asarray(t.to_numpy(zero_copy_only=False), dtype="float64")
+        mask = np.isnan(t)
+        micros = (np.nan_to_num(t) * self.step_micros).astype("int64")
+        return pa.array(self.epoch_micros + micros, pa.timestamp("us", tz="UTC"), mask=mask)

@@ -1,0 +1,160 @@
+"""Settings: one YAML file plus `PROBCEP_<NAME>` environment overrides.
+
+The file is the one named by `--settings`, else by `PROBCEP_SETTINGS`, else
+`./probcep.yaml` in the working directory, else the packaged defaults (`probcep.yaml`
+beside this module). Relative paths are relative to the file; the packaged defaults put
+the lake under the working directory instead, never into the installed package.
+Everything is checked once at start; a wrong value fails with the setting's name, where
+it came from and what is allowed, before any Spark or Delta work begins.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import yaml
+
+from probcep.config.clock import Clock
+from probcep.errors import ProbcepError
+
+PACKAGED = Path(__file__).with_name("probcep.yaml")
+LOCAL = Path("probcep.yaml")
+AGGREGATIONS = ("sum", "max")
+GAP_POLICIES = ("no_reading", "uniform", "hold_last")
+
+
+class SettingsError(ProbcepError, ValueError):
+    """A setting that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    lake_root: Path
+    landing_dir: Path
+    spark_master: str | None
+    timestep_seconds: int
+    epoch: dt.datetime
+    domain: tuple[str, ...]
+    no_reading_symbol: str
+    aggregation: str
+    gap_policy: str
+    hold_last_steps: int
+    max_quarantine_fraction: float
+    registry: Path
+    target_file_mb: float
+
+    @property
+    def target_file_bytes(self) -> int:
+        return int(self.target_file_mb * 1024 * 1024)
+
+    @property
+    def step(self) -> dt.timedelta:
+        return dt.timedelta(seconds=self.timestep_seconds)
+
+    @property
+    def clock(self) -> Clock:
+        return Clock(self.epoch, self.step)
+
+    @property
+    def silver_domain(self) -> tuple[str, ...]:
+        """Silver's probability columns: the domain, plus the reserved "no reading"
+        symbol (gaps may fall back to it under every policy)."""
+        return (*self.domain, self.no_reading_symbol)
+
+    def steps_per_day(self) -> int:
+        return int(dt.timedelta(days=1) / self.step)
+
+
+def settings_file(path: str | Path | None = None, env=None) -> Path:
+    """Which file holds the settings: `path`, PROBCEP_SETTINGS, ./probcep.yaml, or the
+    packaged defaults, in that order."""
+    env = os.environ if env is None else env
+    if path or env.get("PROBCEP_SETTINGS"):
+        return Path(path or env["PROBCEP_SETTINGS"])
+    return LOCAL if LOCAL.is_file() else PACKAGED
+
+
+def load_settings(path: str | Path | None = None, env=None) -> Settings:
+    """Read the settings file (see `settings_file`), then the environment's overrides."""
+    env = os.environ if env is None else env
+    path = settings_file(path, env)
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise SettingsError(f"{path}: cannot read settings: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SettingsError(f"{path}: expected a mapping of settings")
+    known = {f.name for f in fields(Settings)}
+    unknown = set(raw) - known
+    if unknown:
+        raise SettingsError(f"{path}: unknown setting(s) {sorted(unknown)}; "
+                            f"known: {sorted(known)}")
+    values, origin = dict(raw), {k: str(path) for k in raw}
+    for name in known:
+        key = f"PROBCEP_{name.upper()}"
+        if key in env:
+            values[name] = yaml.safe_load(env[key])
+            origin[name] = f"environment {key}"
+    packaged = path.resolve() == PACKAGED.resolve()
+    return _checked(values, origin, base=path.parent,
+                    lake_base=Path.cwd() if packaged else path.parent)
+
+
+def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
+    def fail(name, message):
+        raise SettingsError(f"setting {name!r} ({origin.get(name, 'missing')}): {message}")
+
+    for name in ("lake_root", "landing_dir", "timestep_seconds", "epoch", "domain"):
+        if v.get(name) in (None, ""):
+            fail(name, "is required")
+    step = v["timestep_seconds"]
+    if not isinstance(step, int) or isinstance(step, bool) or step < 1 or 86_400 % step:
+        fail("timestep_seconds", f"must be a whole number of seconds dividing a day, "
+                                 f"got {step!r}")
+    try:
+        epoch = dt.datetime.fromisoformat(str(v["epoch"]))
+    except ValueError:
+        fail("epoch", f"must be an ISO date-time such as 2026-01-01T00:00:00, "
+                      f"got {v['epoch']!r}")
+    domain = v["domain"]
+    if (not isinstance(domain, list) or not domain
+            or not all(isinstance(s, str) and s.isidentifier() for s in domain)
+            or len(set(domain)) != len(domain)):
+        fail("domain", f"must be a list of distinct symbol names, got {domain!r}")
+    reserved = v.get("no_reading_symbol", "NoReading")
+    if not isinstance(reserved, str) or not reserved.isidentifier() or reserved in domain:
+        fail("no_reading_symbol", f"must be a name outside the domain, got {reserved!r}")
+    aggregation = v.get("aggregation", "sum")
+    if aggregation not in AGGREGATIONS:
+        fail("aggregation", f"must be one of {AGGREGATIONS}, got {aggregation!r}")
+    gap = v.get("gap_policy", "no_reading")
+    if gap not in GAP_POLICIES:
+        fail("gap_policy", f"must be one of {GAP_POLICIES}, got {gap!r}")
+    hold = v.get("hold_last_steps", 5)
+    if not isinstance(hold, int) or isinstance(hold, bool) or hold < 0:
+        fail("hold_last_steps", f"must be an integer >= 0, got {hold!r}")
+    fraction = v.get("max_quarantine_fraction", 0.05)
+    if not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
+        fail("max_quarantine_fraction", f"must be a number in [0, 1], got {fraction!r}")
+    file_mb = v.get("target_file_mb", 128)
+    if not isinstance(file_mb, int | float) or isinstance(file_mb, bool) or not file_mb > 0:
+        fail("target_file_mb", f"must be a number of megabytes > 0, got {file_mb!r}")
+    master = v.get("spark_master")
+    if master is not None and not isinstance(master, str):
+        fail("spark_master", f"must be a Spark master URL, got {master!r}")
+
+    def where(name, folder=base):
+        p = Path(str(v.get(name)))
+        return p if p.is_absolute() else Path(os.path.normpath(folder / p))
+
+    return Settings(
+        lake_root=where("lake_root", lake_base), landing_dir=where("landing_dir"),
+        spark_master=master, timestep_seconds=step,
+        epoch=epoch.replace(tzinfo=None), domain=tuple(domain), no_reading_symbol=reserved,
+        aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
+        max_quarantine_fraction=float(fraction),
+        registry=where("registry") if v.get("registry") else base / "patterns.yaml",
+        target_file_mb=float(file_mb))

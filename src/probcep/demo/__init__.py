@@ -1,0 +1,1 @@
+"""The bundled sample (`landing/`), its generators, and the walkthrough `probcep demo` runs."""

@@ -1,1 +1,0 @@
-"""The gold layer: per-stream grouping on Spark, group and alert tables."""

@@ -1,0 +1,103 @@
+"""The lake's expectation suites, run with Great Expectations (GX Core 1.x).
+
+Suites are JSON templates shipped with the package (`lake/suites/`, the repository's
+`expectations/` folder): `"{domain}"` becomes the list of symbols, `{symbol}` expands to
+one expectation per symbol and `{row_sum}` to the SQL sum of their columns (row sums and
+gaps are SQL checks, UnexpectedRowsExpectation). Bronze and silver are validated as Spark
+DataFrames before they are committed; a day's gold rows are few and are validated as a
+pandas frame on the driver. A failure raises `ExpectationError` with a readable report;
+with `docs_dir`, Data Docs are built there.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+
+from probcep.errors import ProbcepError
+
+BRONZE_SUITE = "bronze_readings"
+SILVER_SUITE = "silver_distributions"
+GOLD_SUITE = "gold_groups"
+
+
+class ExpectationError(ProbcepError, ValueError):
+    """Rows that break their table's expectations."""
+
+
+def suite_spec(name: str) -> dict:
+    """A packaged suite template, by name."""
+    return json.loads((files("probcep.lake") / "suites" / f"{name}.json").read_text())
+
+
+def expand(spec: dict, symbols) -> list[dict]:
+    """The suite's expectations with the symbol placeholders filled in."""
+    row_sum = " + ".join(f"`{s}`" for s in symbols)
+    out = []
+    for e in spec["expectations"]:
+        text = json.dumps(e).replace('"{domain}"', json.dumps(list(symbols)))
+        if "{symbol}" in text:
+            out += [json.loads(text.replace("{symbol}", s)) for s in symbols]
+        else:
+            out.append(json.loads(text.replace("{row_sum}", row_sum)))
+    return out
+
+
+def gx_context(docs_dir=None):
+    """A GX context: ephemeral, or file-backed under `docs_dir` (where Data Docs go).
+    Quiet: GX's per-metric progress bars would drown the pipeline's own lines."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = (gx.get_context(mode="ephemeral") if docs_dir is None
+               else gx.get_context(mode="file", project_root_dir=str(docs_dir)))
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+def validate(frame, suite: str, symbols=(), docs_dir=None):
+    """Validate a Spark or pandas DataFrame with a packaged suite; returns GX's result,
+    raises ExpectationError on failure."""
+    import great_expectations as gx
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
+
+    spec = suite_spec(suite)
+    context = gx_context(docs_dir)
+    gx_suite = context.suites.add_or_update(gx.ExpectationSuite(
+        name=spec["name"],
+        expectations=[ExpectationConfiguration(**e) for e in expand(spec, symbols)]))
+    if hasattr(frame, "sparkSession"):
+        source = context.data_sources.add_or_update_spark("lake")
+    else:
+        source = context.data_sources.add_or_update_pandas("lake_pandas")
+    asset = next((a for a in source.assets if a.name == spec["name"]), None) or \
+        source.add_dataframe_asset(spec["name"])
+    batch = next((b for b in asset.batch_definitions if b.name == "day"), None) or \
+        asset.add_batch_definition_whole_dataframe("day")
+    definition = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=spec["name"], data=batch, suite=gx_suite))
+    result = definition.run(batch_parameters={"dataframe": frame})
+    if docs_dir is not None:
+        context.build_data_docs()
+    if not result.success:
+        raise ExpectationError(report(result, spec["name"]))
+    return result
+
+
+def report(result, suite: str) -> str:
+    lines = [f"{suite.replace('_', '.', 1)} failed its expectations:"]
+    for r in result.results:
+        if r.success:
+            continue
+        config = r.expectation_config
+        kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
+        if config.description:  # the SQL checks: say what they check and how many rows
+            lines.append(f"  - {config.description}: {r.result.get('observed_value')} "
+                         f"rows break it")
+            continue
+        sample = r.result.get("partial_unexpected_list", [])[:3]
+        lines.append(f"  - {config.type} {kwargs}: {r.result.get('unexpected_count', '?')} "
+                     f"rows, e.g. {sample}")
+    return "\n".join(lines)

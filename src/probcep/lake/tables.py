@@ -1,0 +1,201 @@
+"""The table catalog: every Delta table of the lake, its name, schema and day column,
+and the few operations the pipeline needs on them.
+
+Each table lives at `<lake root>/<name>` and is partitioned (or at least filtered) by a
+day column. `Table.replace_day` is the one way a step swaps a day's rows for some keys
+(the patterns it ran) in a single commit that names the run; it skips the commit when
+nothing would change, so a rerun of unchanged data leaves the table's version alone.
+Large tables (bronze, silver) are written by Spark's executors and committed from
+staging (`probcep.lake.delta`); small ones (gold, state) go from Arrow straight in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: Columns that describe a run, not a result: ignored when deciding whether rows changed.
+RUN_COLUMNS = ("run_id",)
+UTC_MICROS = pa.timestamp("us", tz="UTC")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One Delta table of the lake."""
+
+    name: str  # its folder under the lake root, e.g. "gold/groups"
+    day_column: str  # the day its rows belong to (the partition column of large tables)
+    schema: pa.Schema | None = None  # None: it depends on the domain (silver)
+
+    def path(self, lake: str | Path) -> Path:
+        return Path(lake) / self.name
+
+    def exists(self, lake) -> bool:
+        from deltalake import DeltaTable
+
+        return DeltaTable.is_deltatable(str(self.path(lake)))
+
+    def version(self, lake) -> int | None:
+        """The current Delta version (None when the table does not exist yet)."""
+        from deltalake import DeltaTable
+
+        return DeltaTable(str(self.path(lake))).version() if self.exists(lake) else None
+
+    def read(self, lake, filters=None, version: int | None = None) -> pa.Table:
+        """Rows matching delta-rs tuple `filters` (empty, with the schema, when the table
+        does not exist yet)."""
+        from deltalake import DeltaTable
+
+        if not self.exists(lake):
+            if self.schema is None:
+                raise FileNotFoundError(f"{self.path(lake)}: no Delta table here")
+            return self.schema.empty_table()
+        rows = DeltaTable(str(self.path(lake)), version=version).to_pyarrow_table(
+            filters=filters or None)
+        return rows if self.schema is None else rows.select(self.schema.names)
+
+    def files(self, lake, filters=None) -> list[str]:
+        """The current snapshot's files that may hold rows matching `filters` (partition
+        values select files exactly; other columns prune by Delta's min/max statistics)."""
+        from deltalake import DeltaTable
+
+        if not self.exists(lake):
+            return []
+        return DeltaTable(str(self.path(lake))).file_uris(file_pruning_predicate=filters or None)
+
+    def day_filter(self, day: dt.date, keys: dict[str, Sequence]) -> list:
+        return [(self.day_column, "=", day), *((k, "in", list(v)) for k, v in keys.items())]
+
+    def day_predicate(self, day: dt.date, keys: dict[str, Sequence]) -> str:
+        return " AND ".join([f"{self.day_column} = '{day.isoformat()}'",
+                             *(sql_in(k, v) for k, v in keys.items())])
+
+    def replace_day(self, lake, day: dt.date, rows: pa.Table, metadata: dict,
+                    **keys: Sequence) -> bool:
+        """Replace the day's rows whose key columns hold the given values (for example
+        `pattern=["room_visit"]`) by `rows`, in one commit whose metadata is `metadata`.
+
+        Returns False, writing nothing, when the new rows equal the stored ones apart
+        from run columns."""
+        from deltalake import write_deltalake
+
+        if same_rows(rows, self.read(lake, self.day_filter(day, keys))):
+            return False
+        path = self.path(lake)
+        if self.exists(lake):
+            write_deltalake(str(path), rows, mode="overwrite",
+                            predicate=self.day_predicate(day, keys),
+                            commit_properties=commit_properties(metadata))
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            write_deltalake(str(path), rows, mode="append",
+                            commit_properties=commit_properties(metadata))
+        return True
+
+    def append(self, lake, rows: pa.Table, metadata: dict) -> None:
+        """Append rows in one commit that names the run."""
+        from deltalake import write_deltalake
+
+        path = self.path(lake)
+        path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(str(path), rows, mode="append",
+                        commit_properties=commit_properties(metadata))
+
+
+def commit_properties(metadata: dict):
+    from deltalake import CommitProperties
+
+    return CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()})
+
+
+def same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """Whether two sets of rows are equal, in any order, apart from run columns."""
+    if a.num_rows != b.num_rows:
+        return False
+    names = [n for n in a.schema.names if n not in RUN_COLUMNS]
+    return _sorted(a.select(names)).equals(_sorted(b.select(names)))
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    keys = [(n, "ascending") for n in table.schema.names
+            if not pa.types.is_binary(table.schema.field(n).type)]
+    return table.take(pc.sort_indices(table, sort_keys=keys))
+
+
+def sql_in(column: str, values) -> str:
+    """`column IN ('a', 'b')` for a Delta predicate; values are quoted, quotes doubled."""
+    quoted = ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
+    return f"{column} IN ({quoted})"
+
+
+# --- bronze and silver ----------------------------------------------------------------
+
+#: The raw columns of a reading, as text, in the long layout.
+RAW_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
+
+BRONZE = Table("bronze/readings", "batch_date", pa.schema([
+    ("stream_id", pa.string()), ("sensor_id", pa.string()), ("ts", UTC_MICROS),
+    ("symbol", pa.string()), ("score", pa.float64()), ("batch_date", pa.date32()),
+    ("source_file", pa.string()), ("ingest_time", UTC_MICROS),
+]))
+QUARANTINE = Table("bronze/quarantine", "batch_date", pa.schema([
+    *((c, pa.string()) for c in RAW_COLUMNS), ("reason", pa.string()),
+    ("source_file", pa.string()), ("batch_date", pa.date32()), ("ingest_time", UTC_MICROS),
+]))
+#: One row per stream and timestep; one probability column per silver symbol.
+SILVER = Table("silver/distributions", "date")
+SILVER_KEYS = ("stream_id", "t", "ts", "date")
+
+
+def silver_schema(symbols: Sequence[str]) -> pa.Schema:
+    return pa.schema([("stream_id", pa.string()), ("t", pa.int64()), ("ts", UTC_MICROS),
+                      ("date", pa.date32()), *((s, pa.float64()) for s in symbols)])
+
+
+# --- gold and state ----------------------------------------------------------------
+
+#: A group's identity: what it is, independent of which run produced it.
+GROUP_KEY = ("pattern", "pattern_version", "stream_id", "t_start", "t_first", "t_end")
+
+GROUPS = Table("gold/groups", "batch_date", pa.schema([
+    ("pattern", pa.string()), ("pattern_version", pa.string()), ("stream_id", pa.string()),
+    ("t_start", pa.int64()), ("t_first", pa.int64()), ("t_end", pa.int64()),
+    ("ts_start", UTC_MICROS), ("ts_first", UTC_MICROS), ("ts_end", UTC_MICROS),
+    ("probability", pa.float64()), ("n_matches", pa.int64()),
+    ("max_match_probability", pa.float64()),
+    ("batch_date", pa.date32()), ("run_id", pa.string()),
+]))
+STATES = Table("state/engine", "batch_date", pa.schema([
+    ("pattern", pa.string()), ("pattern_version", pa.string()), ("stream_id", pa.string()),
+    ("batch_date", pa.date32()), ("next_t", pa.int64()), ("state", pa.binary()),
+    ("run_id", pa.string()),
+]))
+ALERTS = Table("gold/alerts", "batch_date", pa.schema([
+    *GROUPS.schema, ("alert_threshold", pa.float64())]))
+ALERT_CHANGES = Table("gold/alert_changes", "batch_date", pa.schema([
+    ("change", pa.string()), ("changed_by_run", pa.string()), *ALERTS.schema]))
+
+APPROX_MATCHES = Table("gold/approx_matches", "batch_date", pa.schema([
+    ("pattern", pa.string()), ("pattern_version", pa.string()), ("stream_id", pa.string()),
+    ("first_tag", pa.int64()), ("match_point", pa.int64()), ("errors", pa.int64()),
+    ("n_subsequences", pa.int64()), ("batch_date", pa.date32()), ("run_id", pa.string()),
+]))
+APPROX_BUNDLES = Table("gold/approx_bundles", "batch_date", pa.schema([
+    ("pattern", pa.string()), ("pattern_version", pa.string()), ("stream_id", pa.string()),
+    ("bundle", pa.int64()), ("first_match_point", pa.int64()),
+    ("last_match_point", pa.int64()), ("n_matches", pa.int64()), ("min_errors", pa.int64()),
+    ("batch_date", pa.date32()), ("run_id", pa.string()),
+]))
+APPROX_HISTORY = Table("state/approx_history", "batch_date", pa.schema([
+    ("pattern", pa.string()), ("pattern_version", pa.string()), ("batch_date", pa.date32()),
+    ("history", pa.binary()), ("run_id", pa.string()),
+]))
+
+#: Every table, in data-flow order.
+CATALOG = (BRONZE, QUARANTINE, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
+           APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY)

@@ -1,0 +1,146 @@
+"""Approximate patterns of a day (docs/semantics.md §7), run by `group-day`.
+
+For a registry entry with `max_errors`, a day of silver becomes a deterministic event
+stream per stream id (the most likely symbol at each timestep, tag = t); the executors
+run ACEP (or RC-ACEP under the entry's budget, with the history policy) per stream, and
+the matches and bundles land in gold tables. The learned history lives in the lake, one
+row per pattern version and day: each night starts from the previous night's history,
+and afterwards the driver refreshes it with an unbudgeted run over a bounded sample of
+the night's streams (the seed learns from history; a sample keeps the driver small).
+
+Each day is matched on its own: a match whose events straddle midnight is not found.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from probcep.config.registry import RegisteredApprox
+from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
+from probcep.pipeline.context import RunContext
+
+_OUT = ("kind string, pattern string, pattern_version string, stream_id string, "
+        "a long, b long, c long, d long, e long")
+
+
+def most_likely_symbols(silver, domain):
+    """Spark: (stream_id, t, symbol) with the most probable symbol (first on ties)."""
+    from pyspark.sql import functions as F
+
+    best = F.greatest(*[F.col(f"`{d}`") for d in domain])
+    symbol = F.coalesce(*[F.when(F.col(f"`{d}`") == best, F.lit(d)) for d in domain])
+    return silver.select("stream_id", "t", symbol.alias("symbol"))
+
+
+def load_history(lake_root, entry: RegisteredApprox, day: dt.date):
+    """The history saved after the latest day before `day`, or a fresh one."""
+    from probcep.engine.approx import History
+
+    rows = APPROX_HISTORY.read(lake_root, [("pattern", "=", entry.name),
+                                           ("pattern_version", "=", entry.version),
+                                           ("batch_date", "<", day)])
+    if not rows.num_rows:
+        return History(entry.window)
+    latest = rows.take(pc.sort_indices(rows, [("batch_date", "descending")]))[0:1]
+    return pickle.loads(latest["history"][0].as_py())  # our own lake's bytes
+
+
+def _match_stream(events, entries, domain, histories):
+    """Executor side: every approx entry over one stream's events."""
+    import pandas as pd
+
+    from probcep.engine.approx import Budget, ErrorAutomaton, make_policy, run_stream
+
+    events = events.sort_values("t")
+    sid = str(events["stream_id"].iloc[0])
+    symbols, tags = list(events["symbol"]), list(events["t"])
+    rows = []
+    for entry in entries:
+        ea = ErrorAutomaton.build(entry.pattern, entry.max_errors, domain)
+        budget = policy = None
+        if entry.budget is not None:
+            budget = Budget(entry.budget)
+            policy = make_policy("history", history=pickle.loads(histories[entry.name]))
+        result = run_stream(ea, entry.window, symbols, tags, budget=budget, policy=policy,
+                            stream_id=sid)
+        for m in result.matches:
+            rows.append(("match", entry.name, entry.version, sid, m.start_tag, m.match_point,
+                         m.errors, m.count, None))
+        for b in result.bundles:
+            rows.append(("bundle", entry.name, entry.version, sid, b.bundle_id, b.first_point,
+                         b.last_point, b.n_matches, b.min_errors))
+    return pd.DataFrame(rows, columns=[c.split()[0] for c in _OUT.split(", ")])
+
+
+def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
+    """Match a day of silver for the run's approximate patterns; write matches, bundles
+    and histories."""
+    spark, lake_root, entries, run_id = ctx.spark, ctx.lake, ctx.approximate, ctx.run_id
+    domain = tuple(ctx.domain)
+    silver = spark.read.parquet(*ctx.source.files(day)).select(
+        "stream_id", "t", *[f"`{d}`" for d in domain])
+    histories = {e.name: pickle.dumps(load_history(lake_root, e, day)) for e in entries}
+    events = most_likely_symbols(silver, domain)
+    out = (events.groupBy("stream_id")
+           .applyInPandas(lambda g: _match_stream(g, entries, domain, histories), _OUT)
+           .toArrow())
+    matches, bundles = _split(out, day, run_id)
+    names = [e.name for e in entries]
+    meta = {"run_id": run_id, "batch_date": day.isoformat(),
+            "pattern_versions": ",".join(f"{e.name}={e.version}" for e in entries)}
+    APPROX_MATCHES.replace_day(lake_root, day, matches, meta, pattern=names)
+    APPROX_BUNDLES.replace_day(lake_root, day, bundles, meta, pattern=names)
+    learned = _learn(events, entries, domain, histories, train_streams)
+    h_rows = pa.table({
+        "pattern": names, "pattern_version": [e.version for e in entries],
+        "batch_date": pa.array([day] * len(entries), pa.date32()),
+        "history": [learned[n] for n in names], "run_id": [run_id] * len(entries),
+    }).cast(APPROX_HISTORY.schema)
+    APPROX_HISTORY.replace_day(lake_root, day, h_rows, meta, pattern=names)
+    return {"matches": matches.num_rows, "bundles": bundles.num_rows}
+
+
+def _learn(events, entries, domain, histories, train_streams: int) -> dict[str, bytes]:
+    """Driver: refresh each history with an unbudgeted run over a sample of streams."""
+    from probcep.engine.approx import ErrorAutomaton, HistoryPolicy, run_stream
+
+    ids = [r.stream_id for r in events.select("stream_id").distinct()
+           .orderBy("stream_id").limit(train_streams).collect()]
+    sample = events.where(events.stream_id.isin(ids)).toPandas().sort_values(["stream_id", "t"])
+    learned = {}
+    for entry in entries:
+        history = pickle.loads(histories[entry.name])
+        ea = ErrorAutomaton.build(entry.pattern, entry.max_errors, domain)
+        learner = HistoryPolicy(history)
+        for sid, g in sample.groupby("stream_id"):
+            run_stream(ea, entry.window, list(g["symbol"]), list(g["t"]), policy=learner,
+                       stream_id=str(sid))
+        history.refresh_maps()
+        learned[entry.name] = pickle.dumps(history)
+    return learned
+
+
+def _split(out: pa.Table, day: dt.date, run_id: str):
+    def rows(kind, columns, schema):
+        part = out.filter(pc.equal(out["kind"], kind))
+        n = part.num_rows
+        data = {"pattern": part["pattern"], "pattern_version": part["pattern_version"],
+                "stream_id": part["stream_id"]}
+        data.update({name: part[src] for name, src in columns})
+        data["batch_date"] = pa.array([day] * n, pa.date32())
+        data["run_id"] = pa.array([run_id] * n, pa.string())
+        table = pa.table(data).cast(schema)
+        return table.take(pc.sort_indices(table, [("pattern", "ascending"),
+                                                  ("stream_id", "ascending"),
+                                                  (columns[1][0], "ascending")]))
+
+    matches = rows("match", [("first_tag", "a"), ("match_point", "b"), ("errors", "c"),
+                             ("n_subsequences", "d")], APPROX_MATCHES.schema)
+    bundles = rows("bundle", [("bundle", "a"), ("first_match_point", "b"),
+                              ("last_match_point", "c"), ("n_matches", "d"),
+                              ("min_errors", "e")], APPROX_BUNDLES.schema)
+    return matches, bundles

@@ -1,0 +1,180 @@
+"""What every step of a run shares: settings, the lake, the chosen patterns, the clock, the
+run id, where silver comes from, and a Spark session started only by steps that need it.
+
+A night, a backfill and a rerun all run on one `RunContext`. Silver comes from a
+`SilverSource`: `LakeSilver` (ingest and normalize the landing folder into the lake) or
+`DistributionFiles` (daily Parquet files of distributions standing in for silver, as in
+tests and benchmarks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol
+
+from probcep.config.clock import Clock
+from probcep.config.registry import RegisteredApprox, RegisteredPattern, load_registry
+from probcep.config.settings import Settings, load_settings
+from probcep.errors import ProbcepError
+from probcep.lake.tables import SILVER
+
+
+class SilverSource(Protocol):
+    """Where a run's silver comes from."""
+
+    def domain(self) -> tuple[str, ...]:
+        """The probability columns, in order: the engine's domain."""
+
+    def prepare(self, ctx: RunContext, day: dt.date) -> None:
+        """Make the day's silver (ingest and normalize), or nothing when it exists."""
+
+    def files(self, day: dt.date) -> list[str]:
+        """The day's silver as Parquet files (stream_id, t, the domain's columns)."""
+
+    def version(self) -> int | None:
+        """The Delta version of silver read (None when silver is not a Delta table)."""
+
+
+@dataclass(frozen=True)
+class DistributionFiles:
+    """Daily files `distributions-YYYY-MM-DD.parquet` of per-timestep distributions."""
+
+    folder: Path
+
+    def path(self, day: dt.date) -> Path:
+        return self.folder / f"distributions-{day.isoformat()}.parquet"
+
+    def domain(self) -> tuple[str, ...]:
+        """The symbol columns (file order) of the first file, as for `probcep group`."""
+        import pyarrow.parquet as pq
+
+        found = sorted(self.folder.glob("distributions-*.parquet"))
+        if not found:
+            raise ProbcepError(f"{self.folder}: no distributions-<date>.parquet files")
+        return tuple(n for n in pq.read_schema(found[0]).names
+                     if n not in ("stream_id", "t", "ts"))
+
+    def prepare(self, ctx: RunContext, day: dt.date) -> None:
+        pass
+
+    def files(self, day: dt.date) -> list[str]:
+        path = self.path(day)
+        if not path.exists():
+            raise ProbcepError(f"no distributions for {day}: {path} does not exist")
+        return [str(path)]
+
+    def version(self) -> int | None:
+        return None
+
+
+@dataclass(frozen=True)
+class LakeSilver:
+    """Silver in the lake, made from the landing folder by ingest and normalize."""
+
+    settings: Settings
+
+    def domain(self) -> tuple[str, ...]:
+        return self.settings.silver_domain
+
+    def prepare(self, ctx: RunContext, day: dt.date) -> None:
+        """Ingest and normalize the day; silver is validated before it is committed."""
+        from probcep.pipeline.ingest import ingest_day
+        from probcep.pipeline.normalize import normalize_day
+
+        ctx.echo(ingest_day(ctx, day).line())
+        made = normalize_day(ctx, day)
+        ctx.echo(f"{day}: silver {made.rows} rows over {made.streams} streams (validated)")
+
+    def files(self, day: dt.date) -> list[str]:
+        """The day's silver files (the Delta snapshot's files of the day's partition)."""
+        found = SILVER.files(self.settings.lake_root, [("date", "=", day.isoformat())])
+        if not found:
+            raise ProbcepError(f"no silver for {day} in {SILVER.path(self.settings.lake_root)}"
+                               f": run `probcep normalize --date {day}`")
+        return found
+
+    def version(self) -> int | None:
+        return SILVER.version(self.settings.lake_root)
+
+
+def new_run_id(step: str) -> str:
+    return f"{step}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One run of the pipeline: a night, a backfill, a rerun or a single step."""
+
+    settings: Settings
+    patterns: tuple[RegisteredPattern | RegisteredApprox, ...]
+    source: SilverSource
+    run_id: str
+    master: str | None = None
+    echo: Callable[[str], None] = print
+
+    @classmethod
+    def open(cls, step: str, settings: str | Path | None = None, lake: Path | None = None,
+             registry: Path | None = None, patterns: Sequence[str] | None = None,
+             source: Path | None = None, master: str | None = None,
+             echo: Callable[[str], None] = print) -> RunContext:
+        """Settings (see `load_settings`) with the given overrides, the registry checked
+        against the domain, and the chosen patterns (default: all)."""
+        loaded = load_settings(settings)
+        if lake is not None:
+            loaded = dataclasses.replace(loaded, lake_root=Path(lake))
+        if registry is not None:
+            loaded = dataclasses.replace(loaded, registry=Path(registry))
+        silver = DistributionFiles(Path(source)) if source else LakeSilver(loaded)
+        entries = load_registry(loaded.registry, silver.domain())
+        unknown = [n for n in patterns or () if n not in entries]
+        if unknown:
+            raise ProbcepError(f"{loaded.registry}: no pattern(s) {unknown}; "
+                               f"known: {list(entries)}")
+        chosen = tuple(entries[n] for n in (patterns or entries))
+        return cls(loaded, chosen, silver, new_run_id(step), master, echo)
+
+    @property
+    def lake(self) -> Path:
+        return self.settings.lake_root
+
+    @property
+    def clock(self) -> Clock:
+        return self.settings.clock
+
+    @property
+    def domain(self) -> tuple[str, ...]:
+        return self.source.domain()
+
+    @property
+    def exact(self) -> list[RegisteredPattern]:
+        return [p for p in self.patterns if isinstance(p, RegisteredPattern)]
+
+    @property
+    def approximate(self) -> list[RegisteredApprox]:
+        return [p for p in self.patterns if isinstance(p, RegisteredApprox)]
+
+    @property
+    def docs_dir(self) -> Path:
+        """Where Great Expectations writes Data Docs."""
+        return self.lake / "gx"
+
+    @cached_property
+    def spark(self):
+        """The Spark session, started on first use (steps that need no Spark never pay
+        for a JVM)."""
+        from probcep.lake.spark import spark_session
+
+        return spark_session(self.master or self.settings.spark_master)
+
+    def for_day(self, day: dt.date) -> RunContext:
+        """The same run with a run id naming the day (the days of a backfill)."""
+        child = dataclasses.replace(self, run_id=f"{self.run_id}-{day.isoformat()}")
+        if "spark" in self.__dict__:
+            child.__dict__["spark"] = self.spark
+        return child

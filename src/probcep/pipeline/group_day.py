@@ -1,0 +1,136 @@
+"""`group-day`: group a day of silver for the run's patterns and replace that day's gold rows.
+
+Exact patterns resume from the engine states saved after the previous processed day, run
+per stream on Spark's executors (`group_tasks`), and the day's groups, then its states,
+replace what those two tables held for that day and those patterns (one commit each).
+Because a day always resumes from the state saved *before* it, running it again, after
+a crash or on purpose, gives the same rows: nothing is duplicated, and a killed run
+leaves no visible partial commit. The day's groups are checked against the gold suite;
+approximate patterns run after the exact ones (`approx_day`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from probcep.config.clock import Clock
+from probcep.config.registry import RegisteredPattern
+from probcep.lake.delta import staging_folder
+from probcep.lake.tables import GROUPS, STATES
+from probcep.pipeline.context import RunContext
+from probcep.pipeline.group_tasks import run_grouping
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """What grouping one day wrote."""
+
+    groups: int
+    streams: int
+    groups_written: bool
+    states_written: bool
+
+
+@dataclass(frozen=True)
+class GroupDayReport:
+    day: dt.date
+    result: GroupResult
+    approx_matches: int | None  # None: no approximate pattern ran
+
+    def line(self) -> str:
+        return (f"{self.day}: {self.result.groups} groups final over {self.result.streams} "
+                f"streams (validated)" + ("" if self.approx_matches is None else
+                                          f", approximate match classes {self.approx_matches}"))
+
+
+def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
+    """The exact patterns (groups checked against the gold suite), then the approximate."""
+    from probcep.pipeline.approx_day import approx_day
+    from probcep.pipeline.validate_gold import check_groups
+
+    result = GroupResult(0, 0, False, False)
+    if ctx.exact:
+        result, groups, _ = group_exact(ctx, day)
+        check_groups(groups.to_pandas())
+    found = approx_day(ctx, day)["matches"] if ctx.approximate else None
+    return GroupDayReport(day, result, found)
+
+
+def previous_states(ctx: RunContext, day: dt.date) -> pa.Table:
+    """For each exact pattern version, the states saved after its latest processed day
+    before `day`."""
+    rows = STATES.read(ctx.lake, filters=[("batch_date", "<", day)])
+    keep = []
+    for p in ctx.exact:
+        mine = rows.filter(pc.and_(pc.equal(rows["pattern"], p.name),
+                                   pc.equal(rows["pattern_version"], p.version)))
+        if mine.num_rows:
+            last = pc.max(mine["batch_date"])
+            keep.append(mine.filter(pc.equal(mine["batch_date"], last)))
+    return pa.concat_tables(keep) if keep else STATES.schema.empty_table()
+
+
+def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
+                metadata: dict | None = None) -> tuple[GroupResult, pa.Table, pa.Table]:
+    """Group one day of silver for the exact patterns and replace that day's gold rows.
+
+    Returns the result summary, the day's group rows and the new state rows. `states`
+    overrides the saved states to resume from (reruns pass their own).
+    """
+    patterns = ctx.exact
+    prev = previous_states(ctx, day) if states is None else states
+    read = {"silver_version": v} if (v := ctx.source.version()) is not None else {}
+    with staging_folder(GROUPS.path(ctx.lake)) as staging:
+        out = run_grouping(ctx.spark, ctx.source.files(day), prev, patterns, ctx.domain,
+                           staging, final=False)
+    groups, new_states = split_output(out, day, ctx.run_id, ctx.clock)
+    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
+            "pattern_versions": ",".join(f"{p.name}={p.version}" for p in patterns),
+            **read, **(metadata or {})}
+    names = [p.name for p in patterns]
+    wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
+    wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
+    result = GroupResult(groups=groups.num_rows,
+                         streams=len(set(new_states["stream_id"].to_pylist())),
+                         groups_written=wrote_groups, states_written=wrote_states)
+    return result, groups, new_states
+
+
+def split_output(out: pa.Table, day: dt.date, run_id: str, clock: Clock):
+    """The tasks' mixed output as (group rows, state rows) in the catalog's schemas."""
+    g = out.filter(pc.equal(out["kind"], "group"))
+    s = out.filter(pc.equal(out["kind"], "state"))
+    n, m = g.num_rows, s.num_rows
+    groups = pa.table({
+        "pattern": g["pattern"], "pattern_version": g["pattern_version"],
+        "stream_id": g["stream_id"],
+        "t_start": g["t_start"], "t_first": g["t_first"], "t_end": g["t_end"],
+        "ts_start": clock.times(g["t_start"]), "ts_first": clock.times(g["t_first"]),
+        "ts_end": clock.times(g["t_end"]),
+        "probability": g["probability"], "n_matches": g["n_matches"],
+        "max_match_probability": g["max_match_probability"],
+        "batch_date": pa.array([day] * n, pa.date32()),
+        "run_id": pa.array([run_id] * n, pa.string()),
+    }).cast(GROUPS.schema)
+    states = pa.table({
+        "pattern": s["pattern"], "pattern_version": s["pattern_version"],
+        "stream_id": s["stream_id"], "batch_date": pa.array([day] * m, pa.date32()),
+        "next_t": s["next_t"], "state": s["state"],
+        "run_id": pa.array([run_id] * m, pa.string()),
+    }).cast(STATES.schema)
+    return _ordered(groups), _ordered(states)
+
+
+def _ordered(table: pa.Table) -> pa.Table:
+    keys = [k for k in ("pattern", "stream_id", "t_start", "t_first") if k in table.schema.names]
+    return table.take(pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys]))
+
+
+def day_groups(ctx: RunContext, day: dt.date, patterns: list[RegisteredPattern] | None = None):
+    """The groups stored for these patterns (default: the run's exact ones) and this day."""
+    names = [p.name for p in (ctx.exact if patterns is None else patterns)]
+    return GROUPS.read(ctx.lake, GROUPS.day_filter(day, {"pattern": names}))

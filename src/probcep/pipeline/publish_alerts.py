@@ -1,0 +1,74 @@
+"""`publish-alerts`: a day's groups at or above their pattern's alert threshold become the
+day's alerts, and what a run added or retracted is appended to `gold/alert_changes`.
+
+Downstream alerting reads `gold/alerts`; after a rerun it finds which alerts appeared and
+which were retracted under the rerun's id (`changed_by_run`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY
+from probcep.pipeline.context import RunContext
+from probcep.pipeline.group_day import day_groups
+
+
+@dataclass(frozen=True)
+class AlertChanges:
+    added: int
+    retracted: int
+
+
+def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
+    """Replace the day's alerts of the run's exact patterns by the day's groups at or
+    above their alert threshold; record the changes."""
+    patterns = ctx.exact
+    names = [p.name for p in patterns]
+    groups = day_groups(ctx, day)
+    keep = []
+    for p in patterns:
+        mine = groups.filter(pc.and_(pc.equal(groups["pattern"], p.name),
+                                     pc.greater_equal(groups["probability"],
+                                                      p.alert_threshold)))
+        keep.append(mine.append_column("alert_threshold",
+                                       pa.array([p.alert_threshold] * mine.num_rows,
+                                                pa.float64())))
+    alerts = pa.concat_tables(keep).cast(ALERTS.schema) if keep else \
+        ALERTS.schema.empty_table()
+    before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}))
+    added = _anti_join(alerts, before)
+    retracted = _anti_join(before, alerts)
+    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
+            "added": added.num_rows, "retracted": retracted.num_rows}
+    ALERTS.replace_day(ctx.lake, day, alerts, meta, pattern=names)
+    if added.num_rows or retracted.num_rows:
+        ALERT_CHANGES.append(ctx.lake, pa.concat_tables([
+            _change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),
+            meta)
+    return AlertChanges(added=added.num_rows, retracted=retracted.num_rows)
+
+
+def _anti_join(a: pa.Table, b: pa.Table) -> pa.Table:
+    """Rows of `a` whose group key and probability are not in `b` (null t_first included,
+    which an Arrow join would never match)."""
+    seen = set(_keys(b))
+    mask = pa.array([k not in seen for k in _keys(a)], pa.bool_())
+    return a.filter(mask)
+
+
+def _keys(table: pa.Table):
+    columns = [table[c].to_pylist() for c in (*GROUP_KEY, "probability")]
+    return list(zip(*columns))
+
+
+def _change(rows: pa.Table, change: str, run_id: str) -> pa.Table:
+    n = rows.num_rows
+    return pa.table({"change": pa.array([change] * n, pa.string()),
+                     "changed_by_run": pa.array([run_id] * n, pa.string()),
+                     **{name: rows[name] for name in rows.schema.names}}
+                    ).cast(ALERT_CHANGES.schema)

@@ -1,0 +1,28 @@
+"""`validate-gold`: a day's gold groups against the gold suite (`gold_groups.json`).
+
+A day's gold rows are few, so they are checked as a pandas frame on the driver, without
+Spark. `group-day` checks the groups it writes the same way before it reports them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from probcep.pipeline.context import RunContext
+from probcep.pipeline.group_day import day_groups
+
+
+def check_groups(frame, docs_dir=None):
+    """Validate gold.groups rows (pandas); raises ExpectationError listing each failed
+    expectation with a few offending values."""
+    from probcep.lake.expectations import GOLD_SUITE, validate
+
+    return validate(frame, GOLD_SUITE, docs_dir=docs_dir)
+
+
+def validate_gold(ctx: RunContext, day: dt.date) -> int:
+    """Check the day's stored groups of the run's exact patterns, with Data Docs; returns
+    how many rows passed."""
+    rows = day_groups(ctx, day).to_pandas()
+    check_groups(rows, docs_dir=ctx.docs_dir)
+    return len(rows)

@@ -1,0 +1,63 @@
+"""The patterns registry: checked entries, derived versions, errors naming the entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probcep.config import settings
+from probcep.config.registry import RegistryError, load_registry
+
+DOMAIN = ("Hallway", "Door", "Room")
+PACKAGED = Path(settings.__file__).with_name("patterns.yaml")
+
+
+def write(tmp_path, text):
+    path = tmp_path / "patterns.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_bundled_registry_loads():
+    registry = load_registry(PACKAGED, DOMAIN)
+    assert "room_visit" in registry
+    entry = registry["room_visit"]
+    assert entry.query.policy == "single" and entry.query.window == 60
+    assert len(entry.version) == 12
+
+
+def test_version_follows_the_definition(tmp_path):
+    base = "patterns:\n  p:\n    pattern: 'Door Room+ Door'\n    policy: single\n"
+    v0 = load_registry(write(tmp_path, base), DOMAIN)["p"].version
+    spaced = base.replace("'Door Room+ Door'", "'Door  Room +  Door'")
+    assert load_registry(write(tmp_path, spaced), DOMAIN)["p"].version == v0
+    alerted = base + "    alert_threshold: 0.9\n    description: words\n"
+    assert load_registry(write(tmp_path, alerted), DOMAIN)["p"].version == v0
+    for changed in (base + "    window: 5\n", base + "    threshold: 0.1\n",
+                    base.replace("single", "complete"), base.replace("Room+", "Room*")):
+        assert load_registry(write(tmp_path, changed), DOMAIN)["p"].version != v0
+
+
+@pytest.mark.parametrize("entry,message", [
+    ("    pattern: 'Door Rom'\n    policy: single\n", "entry 'bad': bad pattern: unknown"),
+    ("    pattern: 'Door'\n", "entry 'bad': missing field(s) ['policy']"),
+    ("    pattern: 'Door'\n    policy: both\n", "entry 'bad': policy must be one of"),
+    ("    pattern: 'Door'\n    policy: single\n    threshold: 2\n", "threshold must lie"),
+    ("    pattern: 'Door'\n    policy: single\n    window: -3\n", "window must be"),
+    ("    pattern: 'Door'\n    policy: single\n    alert_threshold: high\n",
+     "alert_threshold must be a number"),
+    ("    pattern: 'Door'\n    policy: single\n    windw: 3\n", "unknown field(s) ['windw']"),
+])
+def test_bad_entries_name_entry_and_problem(tmp_path, entry, message):
+    path = write(tmp_path, "patterns:\n  good:\n    pattern: Door\n    policy: single\n"
+                           "  bad:\n" + entry)
+    with pytest.raises(RegistryError) as err:
+        load_registry(path, DOMAIN)
+    assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_empty_or_malformed_file(tmp_path):
+    for text in ("", "patterns: []\n", "patterns:\n  x: [\n"):
+        with pytest.raises(RegistryError):
+            load_registry(write(tmp_path, text), DOMAIN)

@@ -1,0 +1,40 @@
+"""Settings: where they are found, what a bad one says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probcep.config.settings import PACKAGED, SettingsError, load_settings, settings_file
+
+
+def test_bad_settings_name_the_setting(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("lake_root: x\nlanding_dir: y\ntimestep_seconds: 7\n"
+                    "epoch: '2026-01-01T00:00:00'\ndomain: [A]\n")
+    with pytest.raises(SettingsError, match="'timestep_seconds'"):
+        load_settings(path, env={})
+    path.write_text(path.read_text().replace("7", "60"))
+    with pytest.raises(SettingsError, match="PROBCEP_GAP_POLICY"):
+        load_settings(path, env={"PROBCEP_GAP_POLICY": "guess"})
+    loaded = load_settings(path, env={"PROBCEP_LAKE_ROOT": "/data/lake"})
+    assert loaded.lake_root.as_posix() == "/data/lake"
+
+
+def test_settings_are_found_in_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert settings_file(env={}) == PACKAGED  # nothing here: the packaged defaults
+    packaged = load_settings(env={})
+    assert packaged.lake_root == tmp_path / "lake" / "local"  # never into the package
+    assert (packaged.landing_dir / "2026-01-01").is_dir()  # the bundled sample
+    assert packaged.registry.is_file()
+    local = tmp_path / "probcep.yaml"
+    local.write_text(PACKAGED.read_text().replace("lake/local", "mine"))
+    assert settings_file(env={}) == Path("probcep.yaml")
+    assert load_settings(env={}).lake_root.resolve() == (tmp_path / "mine").resolve()
+    named = tmp_path / "other.yaml"
+    named.write_text(PACKAGED.read_text().replace("lake/local", "named"))
+    assert settings_file(env={"PROBCEP_SETTINGS": str(named)}) == named
+    assert settings_file(named.name, env={"PROBCEP_SETTINGS": "x.yaml"}) == Path(named.name)
+    assert load_settings(env={"PROBCEP_SETTINGS": str(named)}).lake_root == tmp_path / "named"

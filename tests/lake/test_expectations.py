@@ -1,0 +1,46 @@
+"""The gold suite passes engine output and fails, readably, on broken rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import pytest
+
+from probcep.lake.expectations import GOLD_SUITE, ExpectationError, validate
+
+
+def rows():
+    ts = pd.Timestamp("2026-01-01", tz="UTC")
+    return pd.DataFrame({
+        "pattern": ["p", "p", "q"], "pattern_version": ["v1", "v1", "v2"],
+        "stream_id": ["s", "s", "s"], "t_start": [1, 1, 3], "t_first": [3, 4, None],
+        "t_end": [6, 6, 9], "ts_start": [ts] * 3, "ts_first": [ts, ts, None],
+        "ts_end": [ts] * 3, "probability": [0.86, 0.88, 0.5], "n_matches": [5, 5, 2],
+        "max_match_probability": [0.35, 0.35, 0.2],
+        "batch_date": [dt.date(2026, 1, 1)] * 3, "run_id": ["r"] * 3})
+
+
+def test_valid_rows_pass():
+    assert validate(rows(), GOLD_SUITE).success
+
+
+@pytest.mark.parametrize("column,index,value,message", [
+    ("t_first", 0, 7, "expect_column_pair_values_a_to_be_greater_than_b"),
+    ("probability", 1, 0.2, "'column_A': 'probability'"),
+    ("probability", 2, 1.5, "expect_column_values_to_be_between"),
+    ("n_matches", 0, 0, "'column': 'n_matches'"),
+    ("t_first", 1, 3, "expect_compound_columns_to_be_unique"),
+])
+def test_broken_rows_fail_with_a_readable_report(column, index, value, message):
+    frame = rows()
+    frame.loc[index, column] = value
+    with pytest.raises(ExpectationError) as err:
+        validate(frame, GOLD_SUITE)
+    text = str(err.value)
+    assert text.startswith("gold.groups failed its expectations:") and message in text
+
+
+def test_data_docs_are_built(tmp_path):
+    validate(rows(), GOLD_SUITE, docs_dir=tmp_path / "gx")
+    assert list((tmp_path / "gx").rglob("index.html"))

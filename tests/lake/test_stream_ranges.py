@@ -1,0 +1,129 @@
+"""Cutting a batch's rows into streams: whatever order the rows come in (sorted, sorted
+runs interleaved as delta-rs writes them, shuffled), from a table or from Parquet files
+of any row groups read for a range of stream ids, each stream of the range comes out
+whole and in time order, and a gap or a repeated timestep names its stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probcep.lake import stream_ranges as module
+from probcep.lake.stream_ranges import StreamRange, Streams
+
+DOMAIN = ("a", "b")
+
+
+@st.composite
+def batches(draw):
+    """Streams of random lengths and start times, their rows cut into random runs that
+    are then put in random order; maybe one row dropped or repeated."""
+    streams = {}
+    for k in range(draw(st.integers(1, 4))):
+        t0, n = draw(st.integers(-3, 5)), draw(st.integers(1, 25))
+        streams[f"s{k}"] = (t0, np.arange(n, dtype=float) + 100 * k)
+    rows = [(sid, t0 + i, v) for sid, (t0, vals) in streams.items() for i, v in enumerate(vals)]
+    cuts = sorted(draw(st.sets(st.integers(1, len(rows) - 1), max_size=len(rows) - 1))
+                  if len(rows) > 1 else set())
+    runs = [rows[a:b] for a, b in zip([0, *cuts], [*cuts, len(rows)])]
+    runs = draw(st.permutations(runs))
+    rows = [r for run in runs for r in run]
+    fault = draw(st.sampled_from([None, "drop", "repeat"]))
+    broken = None
+    if fault:
+        k = draw(st.integers(0, len(rows) - 1))
+        sid, t, _ = rows[k]
+        t0, vals = streams[sid]
+        inner = t0 < t < t0 + len(vals) - 1  # dropping an end row leaves no gap
+        if fault == "repeat":
+            rows, broken = rows[:k + 1] + rows[k:], sid
+        elif inner:
+            rows, broken = rows[:k] + rows[k + 1:], sid
+    return streams, rows, broken
+
+
+def _table(rows, dictionary: bool) -> pa.Table:
+    ids = pa.array([r[0] for r in rows], pa.string())
+    return pa.table({"stream_id": ids.dictionary_encode() if dictionary else ids,
+                     "t": pa.array([r[1] for r in rows], pa.int64()),
+                     "a": [r[2] for r in rows], "b": [-r[2] for r in rows]})
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch=batches(), dictionary=st.booleans(), sort_outright=st.booleans())
+def test_streams_come_out_whole_in_time_order(batch, dictionary, sort_outright):
+    streams, rows, broken = batch
+    table = _table(rows, dictionary)
+    with pytest.MonkeyPatch.context() as patch:
+        if sort_outright:  # the path taken when rows come in no useful order
+            patch.setattr(module, "SORT_ABOVE_PIECES", 0)
+        if broken is not None:
+            with pytest.raises(ValueError, match=f"stream '{broken}': t is not consecutive"):
+                Streams.of(table, DOMAIN)
+            return
+        cut = Streams.of(table, DOMAIN)
+    assert sorted(cut.ids) == sorted(streams)
+    for i, sid in enumerate(cut.ids):
+        t0, vals = streams[sid]
+        assert cut.t0[i] == t0
+        np.testing.assert_array_equal(cut.probs(i), np.column_stack([vals, -vals]))
+
+
+def test_no_rows_no_streams():
+    cut = Streams.of(_table([], dictionary=True), DOMAIN)
+    assert cut.ids == [] and len(cut.t0) == 0
+
+
+def _check(cut: Streams, streams: dict, wanted) -> None:
+    """Each wanted stream, and only those, whole and in time order; every block is
+    loaded once (held until its last stream is served, not longer)."""
+    assert cut.ids == sorted(sid for sid in streams if wanted(sid))
+    loads, load = [], cut._load
+    cut._load = lambda b: loads.append(b) or load(b)
+    for i, sid in enumerate(cut.ids):
+        t0, vals = streams[sid]
+        assert cut.t0[i] == t0
+        np.testing.assert_array_equal(cut.probs(i), np.column_stack([vals, -vals]))
+    assert sorted(loads) == sorted(set(cut.block))
+    assert not cut._loaded
+
+
+@settings(max_examples=150, deadline=None)
+@given(batch=batches(), files=st.integers(1, 3), row_group=st.integers(1, 40),
+       bounds=st.tuples(st.sampled_from([None, "s0", "s1", "s10", "s2", "s3", "s4"]),
+                        st.sampled_from([None, "s0", "s1", "s2", "s25", "s3", "s4"])),
+       sort_outright=st.booleans())
+def test_a_range_read_from_parquet_comes_out_whole(tmp_path_factory, batch, files, row_group,
+                                                   bounds, sort_outright):
+    """Row groups wholly inside, straddling and outside the range, in several files."""
+    streams, rows, broken = batch
+    folder = tmp_path_factory.mktemp("parquet")
+    table = _table(rows, dictionary=False)
+    paths = []
+    for k, part in enumerate(np.array_split(np.arange(len(rows)), files)):
+        paths.append(str(folder / f"part-{k}.parquet"))
+        pq.write_table(table.take(part), paths[-1], row_group_size=row_group)
+    where = StreamRange(*bounds)
+    broken_inside = broken is not None and where.holds(broken)
+    with pytest.MonkeyPatch.context() as patch:
+        if sort_outright:
+            patch.setattr(module, "SORT_ABOVE_PIECES", 0)
+        if broken_inside:
+            with pytest.raises(ValueError, match=f"stream '{broken}': t is not consecutive"):
+                Streams.read(paths, DOMAIN, where)
+            return
+        cut = Streams.read(paths, DOMAIN, where)
+    _check(cut, streams, where.holds)  # a broken stream, if any, is outside the range
+
+
+def test_a_null_stream_id_names_the_file_and_row_group(tmp_path):
+    path = tmp_path / "nulls.parquet"
+    pq.write_table(pa.table({"stream_id": ["s0", None, "s0"], "t": [0, 1, 1],
+                             "a": [0.5] * 3, "b": [0.5] * 3}), path)
+    with pytest.raises(ValueError, match=r"nulls.parquet, row group 0: 1 rows have no "
+                                         r"stream_id"):
+        Streams.read([str(path)], DOMAIN, StreamRange(None, None))

@@ -1,0 +1,72 @@
+"""Approximate matching in the pipeline: registry entry → Spark job → gold tables + history."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probcep.config.registry import RegisteredApprox, RegistryError, parse_entry
+from probcep.engine.approx import ErrorAutomaton, run_stream
+from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
+from probcep.pipeline import approx_day as approx
+from tests.pipeline.nights import FrameSilver, context
+
+pytestmark = pytest.mark.slow
+DOMAIN = ("Hallway", "Door", "Room")
+
+
+def silver_day(seed, streams=3, n=200):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for k in range(streams):
+        p = rng.dirichlet(np.full(3, 0.3), size=n)
+        p[:, 2] = 1.0 - p[:, 0] - p[:, 1]
+        frames.append(pd.DataFrame({"stream_id": f"s{k}", "t": np.arange(n) + seed * n,
+                                    **{d: p[:, i] for i, d in enumerate(DOMAIN)}}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_registry_approx_entries():
+    entry = parse_entry("visit_k1", {"pattern": "Door Room+ Door", "max_errors": 1,
+                                     "window": 8, "budget": 2}, DOMAIN)
+    assert isinstance(entry, RegisteredApprox) and entry.budget == 2.0
+    with pytest.raises(RegistryError, match="max_errors must be an integer"):
+        parse_entry("x", {"pattern": "Door", "max_errors": -1, "window": 3}, DOMAIN)
+    with pytest.raises(RegistryError, match="unknown field"):
+        parse_entry("x", {"pattern": "Door", "max_errors": 1, "window": 3,
+                          "policy": "single"}, DOMAIN)
+
+
+@pytest.mark.parametrize("budget", [None, 1.0])
+def test_approx_day_writes_matches_bundles_and_history(spark, tmp_path, budget):
+    entry = parse_entry("visit_k1", {"pattern": "Door Room Door", "max_errors": 1,
+                                     "window": 6, "budget": budget}, DOMAIN)
+    day0, day1 = dt.date(2026, 3, 1), dt.date(2026, 3, 2)
+    frames = [silver_day(0), silver_day(1)]
+    source = FrameSilver(dict(zip((day0, day1), frames)).__getitem__, tmp_path / "silver")
+    for day in (day0, day1):
+        summary = approx.approx_day(context(tmp_path, source, f"run-{day}", [entry]), day)
+        assert summary["matches"] > 0
+    matches = APPROX_MATCHES.read(tmp_path, [("batch_date", "=", day1)]).to_pandas()
+    if budget is None:  # unbudgeted: exactly the engine's matches on the argmax stream
+        frame = frames[1]
+        for sid, g in frame.groupby("stream_id"):
+            g = g.sort_values("t")
+            symbols = [DOMAIN[i] for i in g[list(DOMAIN)].to_numpy().argmax(axis=1)]
+            want = run_stream(ErrorAutomaton.build("Door Room Door", 1, DOMAIN), 6, symbols,
+                              list(g.t))
+            got = matches[matches.stream_id == sid]
+            assert sorted(zip(got.first_tag, got.match_point, got.errors)) == sorted(
+                (m.start_tag, m.match_point, m.errors) for m in want.matches)
+            assert got.n_subsequences.sum() == want.n_matches
+    histories = APPROX_HISTORY.read(tmp_path)
+    assert sorted(histories["batch_date"].to_pylist()) == [day0, day1]
+    after_one = approx.load_history(tmp_path, entry, day1)  # saved after day 0
+    after_two = approx.load_history(tmp_path, entry, day1 + dt.timedelta(1))
+    assert 0 < sum(after_one.visits.values()) < sum(after_two.visits.values())  # it learns
+    assert after_one.n_bundles < after_two.n_bundles
+    bundles = APPROX_BUNDLES.read(tmp_path)
+    assert bundles.num_rows > 0

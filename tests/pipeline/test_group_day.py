@@ -1,0 +1,123 @@
+"""Nightly gold work on local Spark and a temporary lake: invariance, idempotence, reruns."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable
+
+from probcep.lake import tables
+from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY, GROUPS, STATES
+from probcep.pipeline.group_day import group_exact
+from probcep.pipeline.rerun import rerun_days
+from tests.pipeline.nights import (
+    DAY0,
+    DOMAIN,
+    STEPS_PER_DAY,
+    FrameSilver,
+    context,
+    daily,
+    day_of,
+    group_rows,
+    make_silver,
+    night,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def test_nights_equal_one_batch_and_midnight_groups_once(spark, tmp_path):
+    silver = make_silver()
+    for k in range(10):
+        night(tmp_path / "nightly", silver, k)
+    once = FrameSilver(lambda day: day_of(silver, 0, upto=10), tmp_path / "silver-files")
+    group_exact(context(tmp_path / "once", once, "once"), DAY0)
+    nightly, once = group_rows(tmp_path / "nightly"), group_rows(tmp_path / "once")
+    assert len(nightly) > 50
+    pd.testing.assert_frame_equal(nightly, once)
+    assert not nightly.duplicated(subset=list(GROUP_KEY)).any()
+    spans = nightly[(nightly.t_start // STEPS_PER_DAY) != (nightly.t_end // STEPS_PER_DAY)]
+    assert len(spans) > 0, "some group should span midnight"
+    stored = GROUPS.read(tmp_path / "nightly")
+    last_day = (stored["t_end"].to_numpy() // STEPS_PER_DAY)
+    reported = np.array([(d - DAY0).days for d in stored["batch_date"].to_pylist()])
+    assert (reported >= last_day).all()  # reported by the night it became final, not before
+    assert str(stored["ts_start"].type) == "timestamp[us, tz=UTC]"
+
+
+def test_commit_metadata_names_the_run(spark, tmp_path):
+    night(tmp_path, make_silver(days=1), 0, run="meta")
+    history = DeltaTable(str(GROUPS.path(tmp_path))).history()
+    assert history[0]["run_id"] == "meta-0"
+    assert "visit=" in history[0]["pattern_versions"]
+
+
+def test_same_day_again_changes_nothing(spark, tmp_path):
+    silver = make_silver(days=2)
+    night(tmp_path, silver, 0)
+    night(tmp_path, silver, 1)
+    versions = {t.name: t.version(tmp_path) for t in (GROUPS, STATES)}
+    result, alerts = night(tmp_path, silver, 1, run="again")
+    assert not result.groups_written and not result.states_written
+    assert (alerts.added, alerts.retracted) == (0, 0)
+    assert versions == {t.name: t.version(tmp_path) for t in (GROUPS, STATES)}
+
+
+def test_crash_between_writes_then_rerun_is_as_if_once(spark, tmp_path, monkeypatch):
+    silver = make_silver(days=3)
+    for k in range(3):
+        night(tmp_path / "clean", silver, k)
+    night(tmp_path / "crash", silver, 0)
+    real = tables.Table.replace_day
+
+    def crash_on_states(table, *args, **kwargs):
+        if table == STATES:
+            raise KeyboardInterrupt("killed while writing states")
+        return real(table, *args, **kwargs)
+
+    monkeypatch.setattr(tables.Table, "replace_day", crash_on_states)
+    with pytest.raises(KeyboardInterrupt):
+        night(tmp_path / "crash", silver, 1)
+    monkeypatch.setattr(tables.Table, "replace_day", real)
+    night(tmp_path / "crash", silver, 1)
+    night(tmp_path / "crash", silver, 2)
+    pd.testing.assert_frame_equal(group_rows(tmp_path / "crash"), group_rows(tmp_path / "clean"))
+
+
+def test_rerun_after_fix_reports_alert_changes_and_keeps_history(spark, tmp_path):
+    silver = make_silver(days=4, seed=3)
+    for k in range(4):
+        night(tmp_path, silver, k)
+    before = group_rows(tmp_path)
+    version = GROUPS.version(tmp_path)
+    fixed = silver.copy()
+    day1 = (fixed.t >= STEPS_PER_DAY) & (fixed.t < 2 * STEPS_PER_DAY) & (fixed.stream_id == "s0")
+    fixed.loc[day1, list(DOMAIN)] = [0.0, 0.0, 1.0]  # the fix: s0 stayed in the room all day
+    done = rerun_days(context(tmp_path, daily(fixed, tmp_path / "fixed"), "rerun-1"),
+                      DAY0 + dt.timedelta(1), DAY0 + dt.timedelta(1))
+    assert [d.day for d in done][0] == DAY0 + dt.timedelta(1)
+    after = group_rows(tmp_path)
+    assert not after.equals(before)
+    changes = ALERT_CHANGES.read(tmp_path)
+    mine = changes.filter(pc.equal(changes["changed_by_run"], "rerun-1"))
+    assert mine.num_rows == sum(d.alerts.added + d.alerts.retracted for d in done) > 0
+    pd.testing.assert_frame_equal(group_rows(tmp_path, version=version), before)  # time travel
+    # the whole history recomputed in one pass over the fixed data agrees with the rerun
+    for k in range(4):
+        night(tmp_path / "fresh", fixed, k)
+    pd.testing.assert_frame_equal(after, group_rows(tmp_path / "fresh"))
+
+
+def test_rerun_of_unchanged_data_changes_no_rows(spark, tmp_path):
+    silver = make_silver(days=3, seed=5)
+    for k in range(3):
+        night(tmp_path, silver, k)
+    versions = {t.name: t.version(tmp_path) for t in (GROUPS, STATES, ALERTS)}
+    done = rerun_days(context(tmp_path, daily(silver, tmp_path / "same"), "noop"), DAY0, DAY0)
+    assert len(done) == 2  # day 0 recomputed, day 1 matched its stored state: stop
+    assert all(not d.result.groups_written and not d.result.states_written for d in done)
+    assert versions == {t.name: t.version(tmp_path) for t in (GROUPS, STATES, ALERTS)}

@@ -1,0 +1,198 @@
+"""Ingest and normalize on local Spark and a temporary lake."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pytest
+from deltalake import DeltaTable
+
+from probcep.config.settings import load_settings
+from probcep.demo.sample import generate_landing
+from probcep.lake.expectations import (
+    BRONZE_SUITE,
+    SILVER_SUITE,
+    ExpectationError,
+    validate,
+)
+from probcep.lake.slices import silver_slice
+from probcep.lake.tables import BRONZE, QUARANTINE, SILVER
+from probcep.pipeline.context import LakeSilver, RunContext
+from probcep.pipeline.ingest import IngestError, ingest_day
+from probcep.pipeline.normalize import normalize_day
+
+pytestmark = pytest.mark.slow
+DAY = dt.date(2026, 1, 1)
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return dataclasses.replace(load_settings(), landing_dir=tmp_path / "landing",
+                               lake_root=tmp_path / "lake", max_quarantine_fraction=0.5)
+
+
+def long_rows():
+    return pd.DataFrame({
+        "stream_id": ["a", "a", "a", "b", None, "b", "b", "b"],
+        "sensor_id": ["r1", "r2", "r1", "r1", "r1", "r1", "r2", "r1"],
+        "ts": ["2026-01-01T00:00:10", "2026-01-01T00:00:50", "2026-01-01T00:02:05",
+               "2026-01-01T00:01:00", "2026-01-01T00:01:00", "not a time",
+               "2026-01-01T00:03:00", "2026-01-01T00:04:00"],
+        "symbol": ["Door", "Room", "Room", "Hallway", "Door", "Door", "Kitchen", "Door"],
+        "score": ["0.5", "1.5", "2", "1", "1", "1", "1", "-3"],
+    })
+
+
+def write(settings, frame, name):
+    folder = settings.landing_dir / DAY.isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if name.endswith(".csv"):
+        frame.to_csv(path, index=False)
+    elif name.endswith(".jsonl"):
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path, index=False)
+
+
+def table(settings, t):
+    return DeltaTable(str(t.path(settings.lake_root))).to_pandas()
+
+
+def run(settings, run_id="r") -> RunContext:
+    """A run of the steps (no patterns) on these settings."""
+    return RunContext(settings, (), LakeSilver(settings), run_id)
+
+
+def silver_rows(spark, settings, day):
+    return spark.read.parquet(*LakeSilver(settings).files(day))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_every_bad_row_is_quarantined_and_nothing_is_lost(spark, settings, fmt):
+    write(settings, long_rows(), f"r.{fmt}")
+    report = ingest_day(run(settings, "run-1"), DAY)
+    assert (report.rows, report.bronze, report.quarantined) == (8, 4, 4)
+    assert report.reasons == {"missing stream_id": 1, "unparseable timestamp": 1,
+                              "unknown symbol": 1, "negative score": 1}
+    bronze, quarantine = table(settings, BRONZE), table(settings, QUARANTINE)
+    assert len(bronze) + len(quarantine) == len(long_rows())
+    assert set(quarantine.source_file.map(lambda p: p.rsplit("/", 1)[-1])) == {f"r.{fmt}"}
+    ingest_day(run(settings, "run-2"), DAY)  # a rerun replaces the day
+    assert len(table(settings, BRONZE)) == 4 and len(table(settings, QUARANTINE)) == 4
+
+
+def test_wide_rows_become_readings(spark, settings):
+    wide = pd.DataFrame({"stream_id": ["w", "w"], "ts": ["2026-01-01T00:00:00",
+                                                         "2026-01-01T00:01:00"],
+                         "Hallway": [0.2, 0.0], "Door": [0.8, 0.5], "Room": [0.0, 0.5]})
+    write(settings, wide, "wide.csv")
+    assert ingest_day(run(settings, "r"), DAY).bronze == 6
+
+
+def test_too_much_quarantine_fails(spark, settings):
+    write(settings, long_rows(), "r.csv")
+    strict = dataclasses.replace(settings, max_quarantine_fraction=0.1)
+    with pytest.raises(IngestError, match="exceeds max_quarantine_fraction 0.1"):
+        ingest_day(run(strict, "r"), DAY)
+
+
+@pytest.mark.parametrize("gap,expected_t2", [
+    ("no_reading", {"NoReading": 1.0}),
+    ("uniform", {"Hallway": 1 / 3, "Door": 1 / 3, "Room": 1 / 3}),
+    ("hold_last", {"Room": 1.0}),
+])
+def test_normalize_aggregates_normalizes_and_fills_gaps(spark, settings, gap, expected_t2):
+    settings = dataclasses.replace(settings, gap_policy=gap)
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings, "r"), DAY)
+    made = normalize_day(run(settings, "r"), DAY)
+    assert (made.rows, made.streams) == (2 * 1440, 2)
+    silver = table(settings, SILVER).sort_values(["stream_id", "t"]).set_index(["stream_id",
+                                                                               "t"])
+    cols = list(settings.silver_domain)
+    assert np.allclose(silver[cols].sum(axis=1), 1.0, atol=1e-12)
+    # stream a, t=0: Door 0.5 and Room 1.5 summed over readers -> 0.25 / 0.75
+    assert silver.loc[("a", 0), "Door"] == pytest.approx(0.25)
+    assert silver.loc[("a", 0), "Room"] == pytest.approx(0.75)
+    got = silver.loc[("a", 3), cols]  # a read Room at t=2, nothing at t=3
+    want = pd.Series({c: expected_t2.get(c, 0.0) for c in cols})
+    assert np.allclose(got.to_numpy(), want[cols].to_numpy())
+    validate(silver_rows(spark, settings, DAY), SILVER_SUITE, settings.silver_domain)
+
+
+def test_broken_silver_fails_with_a_readable_report(spark, settings):
+    from pyspark.sql import functions as F
+
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings, "r"), DAY)
+    normalize_day(run(settings, "r"), DAY)
+    rows = silver_rows(spark, settings, DAY)
+    broken = rows.withColumn("Door", F.when(F.col("t") == 5, F.lit(0.9))
+                             .otherwise(F.col("Door"))).where(F.col("t") != 9)
+    with pytest.raises(ExpectationError) as err:
+        validate(broken, SILVER_SUITE, settings.silver_domain)
+    text = str(err.value)
+    assert "each row sums to 1 within 1e-9: 2 rows break it" in text
+    assert "no gaps in t per stream: 2 rows break it" in text
+
+
+def test_silver_failing_its_suite_is_never_committed(spark, settings, monkeypatch):
+    """Normalize validates the staged rows before its commit: when they fail, the day's
+    silver stays as it was and no staging folder is left."""
+    from pyspark.sql import functions as F
+
+    import probcep.lake.expectations as V
+
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings, "r"), DAY)
+    normalize_day(run(settings, "r"), DAY)
+    path = SILVER.path(settings.lake_root)
+    version, before = DeltaTable(str(path)).version(), table(settings, SILVER)
+    real = V.validate
+
+    def on_broken_rows(frame, *args, **kwargs):  # as if normalize had dropped a timestep
+        return real(frame.where(F.col("t") != 9), *args, **kwargs)
+
+    monkeypatch.setattr(V, "validate", on_broken_rows)
+    with pytest.raises(ExpectationError, match="no gaps in t per stream"):
+        normalize_day(run(settings, "r2"), DAY)
+    assert DeltaTable(str(path)).version() == version
+    pd.testing.assert_frame_equal(table(settings, SILVER), before)
+    assert not list(path.parent.glob("_staging-*"))
+
+
+def test_one_stream_hour_reads_few_files_and_all_its_rows(spark, settings):
+    """Silver is partitioned by date and sorted by stream within a day, so file stats
+    let an hour of one stream skip nearly every file, and still return all its rows."""
+    settings = dataclasses.replace(settings, landing_dir=generate_landing(
+        settings.landing_dir, days=2, streams=12), target_file_mb=0.02)
+    for day in (DAY, DAY + dt.timedelta(1)):
+        ingest_day(run(settings, "r"), day)
+        normalize_day(run(settings, "r"), day)
+    start = dt.datetime(2026, 1, 2, 13, 0)
+    part = silver_slice(settings, "person-7", start, start + dt.timedelta(hours=1))
+    everything = table(settings, SILVER)
+    assert part.files_in_table >= 20 and len(part.files) <= 3, part.line()
+    want = everything[(everything.stream_id == "person-7") & (everything.ts >= start.isoformat())
+                      & (everything.ts < (start + dt.timedelta(hours=1)).isoformat())]
+    got = part.read().to_pandas()
+    assert len(got) == 60 and got.t.tolist() == sorted(want.t.tolist())
+    np.testing.assert_allclose(got.Room, want.sort_values("t").Room)
+
+
+def test_bronze_suite_catches_what_ingest_must_never_let_through(spark, settings):
+    rows = spark.createDataFrame(
+        [("a", "r1", dt.datetime(2026, 1, 1), "Door", 1.0, DAY, "f", dt.datetime(2026, 1, 1)),
+         ("a", "r1", dt.datetime(2026, 1, 1), "Kitchen", -1.0, DAY, "f",
+          dt.datetime(2026, 1, 1))],
+        "stream_id string, sensor_id string, ts timestamp, symbol string, score double, "
+        "batch_date date, source_file string, ingest_time timestamp")
+    validate(rows.limit(1), BRONZE_SUITE, settings.domain)
+    with pytest.raises(ExpectationError) as err:
+        validate(rows, BRONZE_SUITE, settings.domain)
+    assert str(err.value).startswith("bronze.readings failed its expectations:")
+    assert "expect_column_values_to_be_in_set" in str(err.value)
