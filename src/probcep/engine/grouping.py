@@ -157,6 +157,41 @@ class StreamMatcher:
         return GroupColumns.concat(parts) if parts else self._columns(
             np.zeros((0, 6), np.int64), np.zeros(0))
 
+    def feed_silence(self, t0: int, n: int, row: np.ndarray) -> GroupColumns:
+        """Process `n` timesteps that all have the distribution `row` (a stretch with no
+        reading, as the gap policy fills it), like `feed_columns` on `n` copies of it.
+
+        Once the matcher has no live run and the row is inert (one more such row starts
+        no run that survives it and ends no match), every further row leaves it exactly
+        as it is: the rest of the stretch is skipped in O(1). Before that, rows are fed
+        in growing chunks, at most about twice as many as the runs needed to die."""
+        row = np.ascontiguousarray(row, dtype=np.float64).reshape(1, -1)
+        parts, done, chunk = [], 0, 16
+        while done < n:
+            if self.quiet(row):
+                self.next_t = t0 + n
+                self.rows, self.rows_t0 = self.rows[:0], t0 + n
+                break
+            k = min(chunk, n - done)
+            parts.append(self.feed_columns(t0 + done, np.repeat(row, k, axis=0)))
+            done, chunk = done + k, min(2 * chunk, CHUNK_ROWS)
+        return GroupColumns.concat(parts) if parts else self._columns(
+            np.zeros((0, 6), np.int64), np.zeros(0))
+
+    def quiet(self, row: np.ndarray) -> bool:
+        """No live run, no open group, and `row` repeated forever would change nothing:
+        the state is then the same as a fresh matcher's."""
+        return self.runs.n == 0 and self.n_open == 0 and self._inert(row)
+
+    def _inert(self, row: np.ndarray) -> bool:
+        key = (float(self.query.threshold), row.tobytes())
+        known = self.transducer.inert.get(key)
+        if known is None:
+            probe = StreamMatcher(self.query, self.transducer)
+            found = probe.feed_columns(0, row.reshape(1, -1))
+            known = self.transducer.inert[key] = probe.runs.n == 0 and not len(found)
+        return known
+
     def finish_columns(self) -> GroupColumns:
         """`finish`, returning the final groups as columns."""
         columns = self._emit(final_before=None)

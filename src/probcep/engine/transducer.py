@@ -99,6 +99,9 @@ class Transducer:
         self.ids: dict[tuple, int] = {(): EMPTY}
         self.table = np.full((64, len(dfa.domain), 3), UNKNOWN, np.int32)
         self.table[ACCEPT] = ACCEPT
+        #: Memo for the matchers sharing this transducer: whether a silent row (θ, row
+        #: bytes) leaves a matcher without live runs where it found none.
+        self.inert: dict[tuple[float, bytes], bool] = {}
 
     @property
     def n_states(self) -> int:

@@ -1,0 +1,83 @@
+"""Silent stretches (timesteps with no reading, filled by the gap policy) fed with
+`feed_silence` give exactly the groups of the same rows fed one by one, and an inert
+silence is stepped over in O(1)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from probcep.engine import PatternError, Query, StreamMatcher
+
+from .strategies import LETTERS, patterns, policies, streams, thresholds, windows
+
+
+@st.composite
+def silent_cases(draw):
+    """A pattern, readings, and silences: where they fall, how long, what they hold."""
+    n_symbols = draw(st.integers(2, 4))
+    letters = LETTERS[:n_symbols]
+    text, _ = draw(patterns(letters))
+    probs = draw(streams(n_symbols, max_worlds=10**9))
+    if draw(st.booleans()):  # the no-reading symbol: one-hot
+        row = np.eye(n_symbols)[draw(st.integers(0, n_symbols - 1))]
+    else:  # the uniform policy
+        row = np.full(n_symbols, 1.0 / n_symbols)
+    gaps = draw(st.lists(st.tuples(st.integers(0, len(probs)), st.integers(1, 60)),
+                         max_size=3))
+    return letters, text, probs, row, sorted(gaps)
+
+
+def _groups(groups):
+    return [(g.t_start, g.t_first, g.t_end, round(g.probability, 12), g.n_matches,
+             g.max_match_probability) for g in groups]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(silent_cases(), policies, thresholds, windows, st.booleans())
+def test_silences_fed_sparsely_equal_dense_rows(case, policy, threshold, window, saved):
+    letters, text, probs, row, gaps = case
+    try:
+        query = Query.build(text, letters, policy=policy, threshold=threshold, window=window)
+    except PatternError:
+        return
+    pieces, at = [], 0  # (readings) and (silence length) in stream order
+    for pos, length in gaps:
+        pieces += [probs[at:pos], length]
+        at = max(at, pos)
+    pieces.append(probs[at:])
+    dense = np.concatenate([p if not isinstance(p, int) else np.repeat(row[None], p, 0)
+                            for p in pieces])
+    one = StreamMatcher(query)
+    want = one.feed(5, dense) + one.finish()
+
+    matcher, t, got = StreamMatcher(query), 5, []
+    for piece in pieces:
+        if isinstance(piece, int):
+            got += matcher.feed_silence(t, piece, row).groups()
+            t += piece
+        elif len(piece):
+            got += matcher.feed(t, piece)
+            t += len(piece)
+        if saved:  # batch boundaries anywhere: the state round-trips
+            matcher = StreamMatcher.from_bytes(query, matcher.to_bytes())
+    got += matcher.finish()
+    assert _groups(got) == _groups(want)
+
+
+def test_an_inert_silence_is_stepped_over_at_once():
+    query = Query.build("Door Room+ Door", ("Door", "Room", "NoReading"), policy="complete",
+                        threshold=0.01, window=60)
+    rows = np.array([[0.9, 0.1, 0], [0.1, 0.9, 0], [0.2, 0.8, 0], [0.9, 0.1, 0]])
+    silence = np.array([0.0, 0.0, 1.0])
+    matcher = StreamMatcher(query)
+    groups = matcher.feed(0, rows)
+    began = time.perf_counter()
+    groups += matcher.feed_silence(4, 10**15, silence).groups()  # a silence of ages
+    assert time.perf_counter() - began < 1.0
+    assert matcher.next_t == 4 + 10**15 and matcher.quiet(silence)
+    assert [(g.t_start, g.t_end) for g in groups] == [(0, 3)]
+    assert not len(matcher.rows)  # nothing retained across the silence
