@@ -2,6 +2,10 @@
 
 Patterns are tokenized first, then parsed by recursive descent; every error names the
 offending position so that a user can find it in a long pattern. Nothing is evaluated.
+
+The parser also bounds what a pattern may cost (docs/engine.md §2, Limits): the length
+of the text, how deeply it nests and how many symbol positions it expands to are checked
+while parsing, so that no pattern text can make the automaton construction run away.
 """
 
 from __future__ import annotations
@@ -14,6 +18,15 @@ from probcep.errors import ProbcepError
 #: Upper bound on a repetition count: `p{m,n}` is expanded into copies of `p`, so an
 #: absurd bound would build an absurd automaton.
 MAX_REPEAT = 200
+#: Longest pattern text, in characters, that is read at all.
+MAX_PATTERN_LENGTH = 20_000
+#: Deepest nesting of groups `( … )`, and separately of repetitions applied to
+#: repetitions (`((a+){2})*` nests three repetitions). Keeps the recursive parser and
+#: builder far from Python's recursion limit.
+MAX_NESTING = 50
+#: Most symbol positions a pattern may expand to once every repetition is written out as
+#: copies (`(a b){3}` expands to 6, `a+` to 2, `(a{200}){200}` to 40,000).
+MAX_POSITIONS = 10_000
 
 
 class PatternError(ProbcepError, ValueError):
@@ -107,11 +120,26 @@ def tokenize(pattern: str) -> list[Token]:
 # --- parser ------------------------------------------------------------------------
 
 
+def _copies(low: int, high: int | None) -> int:
+    """How many copies of its item a repetition expands to (automaton.py builds as many)."""
+    return low + 1 if high is None else high
+
+
+def _too_large(what: str, positions: int) -> str:
+    return (f"pattern too large: {what}expands to {positions:,} symbol positions, "
+            f"more than the limit of {MAX_POSITIONS:,} (MAX_POSITIONS)")
+
+
 class _Parser:
+    """Recursive descent. Every parsing method returns (node, positions, nesting): the
+    symbol positions the node expands to and how many repetitions nest in it, so that
+    both limits are checked at the token that goes over them."""
+
     def __init__(self, pattern: str):
         self.pattern = pattern
         self.tokens = tokenize(pattern)
         self.i = 0
+        self.groups = 0  # groups open at the current token
 
     def error(self, message: str, token: Token | None = None):
         position = token.position if token else len(self.pattern)
@@ -128,45 +156,67 @@ class _Parser:
     def parse(self):
         if not self.tokens:
             self.error("empty pattern", None)
-        tree = self.alternation()
+        tree, positions, _ = self.alternation()
         tok = self.peek()
         if tok is not None:
             self.error(f"unexpected {tok.text!r}", tok)
+        if positions > MAX_POSITIONS:
+            self.error(_too_large("", positions), self.tokens[0])
         return tree
 
     def alternation(self):
-        options = [self.concatenation()]
+        first, positions, nesting = self.concatenation()
+        options = [first]
         while (tok := self.peek()) is not None and tok.kind == "|":
             self.take()
-            options.append(self.concatenation())
-        return options[0] if len(options) == 1 else Alternation(tuple(options))
+            option, more, deeper = self.concatenation()
+            options.append(option)
+            positions += more
+            nesting = max(nesting, deeper)
+        tree = options[0] if len(options) == 1 else Alternation(tuple(options))
+        return tree, positions, nesting
 
     def concatenation(self):
-        parts = []
+        parts, positions, nesting = [], 0, 0
         while (tok := self.peek()) is not None and tok.kind not in ("|", ")"):
-            parts.append(self.repetition())
+            part, more, deeper = self.repetition()
+            parts.append(part)
+            positions += more
+            nesting = max(nesting, deeper)
         if not parts:
             self.error("expected a symbol, '.', '[' or '('", self.peek())
-        return parts[0] if len(parts) == 1 else Concat(tuple(parts))
+        return (parts[0] if len(parts) == 1 else Concat(tuple(parts))), positions, nesting
 
     def repetition(self):
-        item = self.atom()
+        item, positions, nesting = self.atom()
         while (tok := self.peek()) is not None and tok.kind in ("+", "*", "?", "brace"):
             self.take()
             if tok.kind == "+":
-                item = Repeat(item, 1, None)
+                low, high = 1, None
             elif tok.kind == "*":
-                item = Repeat(item, 0, None)
+                low, high = 0, None
             elif tok.kind == "?":
-                item = Repeat(item, 0, 1)
+                low, high = 0, 1
             else:
-                item = Repeat(item, *self.bounds(tok))
-        return item
+                low, high = self.bounds(tok)
+            item = Repeat(item, low, high)
+            nesting += 1
+            if nesting > MAX_NESTING:
+                self.error(f"pattern nests too deeply: more than {MAX_NESTING} repetitions "
+                           f"inside one another (MAX_NESTING)", tok)
+            positions *= _copies(low, high)
+            if positions > MAX_POSITIONS:
+                self.error(_too_large("this repetition ", positions), tok)
+        return item, positions, nesting
 
     def bounds(self, tok: Token) -> tuple[int, int | None]:
         m = _BRACE.fullmatch(tok.text)
         if m is None:
             self.error(f"bad repetition {tok.text!r}, expected {{m}}, {{m,}} or {{m,n}}", tok)
+        # A count with more digits than the limit is over it: never hand int() a huge string.
+        digits = max(len(m.group(1).lstrip("0")), len((m.group(3) or "").lstrip("0")))
+        if digits > len(str(MAX_REPEAT)):
+            self.error(f"repetition {tok.text!r} exceeds the limit of {MAX_REPEAT}", tok)
         low = int(m.group(1))
         high: int | None
         if m.group(2) is None:
@@ -185,15 +235,20 @@ class _Parser:
             self.error("pattern ends where a symbol, '.', '[' or '(' was expected", None)
         if tok.kind == "ident":
             self.take()
-            return Symbol(tok.text, tok.position)
+            return Symbol(tok.text, tok.position), 1, 0
         if tok.kind == ".":
             self.take()
-            return AnySymbol()
+            return AnySymbol(), 1, 0
         if tok.kind == "[":
-            return self.symbol_class()
+            return self.symbol_class(), 1, 0
         if tok.kind == "(":
+            if self.groups >= MAX_NESTING:
+                self.error(f"pattern nests too deeply: more than {MAX_NESTING} groups "
+                           f"inside one another (MAX_NESTING)", tok)
             self.take()
+            self.groups += 1
             inner = self.alternation()
+            self.groups -= 1
             close = self.peek()
             if close is None or close.kind != ")":
                 self.error("missing ')' for the '(' opened here", tok)
@@ -226,4 +281,8 @@ def parse(pattern: str):
     """Parse a pattern into its syntax tree; raises PatternError with a position."""
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a string, not {type(pattern).__name__}")
+    if len(pattern) > MAX_PATTERN_LENGTH:  # the message shows the start of the text only
+        raise PatternError(
+            f"pattern too long: {len(pattern):,} characters, more than the limit of "
+            f"{MAX_PATTERN_LENGTH:,} (MAX_PATTERN_LENGTH)", pattern[:40] + " …", 0)
     return _Parser(pattern).parse()
