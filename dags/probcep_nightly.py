@@ -1,24 +1,33 @@
 """
 ### probcep nightly
 
-One night of the probcep pipeline over the DAG run's data interval (one UTC day):
+One night of the probcep pipeline for one UTC day D, run after D has ended: the timetable
+is `CronDataIntervalTimetable("0 0 * * *", UTC)`, so the run of day D has the logical
+date D 00:00, the data interval [D 00:00, D+1 00:00) and starts at D+1 00:00 UTC. Every
+step gets `--date D`: the UTC day of the run's logical date (a run triggered by hand with
+logical date D processes D; one without a logical date, the last day that had ended).
 
-1. **wait_for_landing**: wait until `<landing_dir>/<YYYY-MM-DD>/` holds csv, jsonl or
-   parquet files; fails after 6 hours naming the folder it waited on.
+1. **wait_for_landing**: wait until `<landing_dir>/D/` is complete: `D/_COMPLETE` exists
+   (whoever delivers the day's files writes it last) or the next day's folder `D+1/`
+   does. The day is due complete by D+1 06:00 UTC: the sensor fails then (at once, for
+   a late run of a day still incomplete), naming the folder. A complete day without data
+   files goes on to ingest, which takes it as silence or refuses it (`missing_day`).
 2. **ingest**: landing files into `bronze/readings` (bad rows to `bronze/quarantine`).
 3. **normalize**: bronze into `silver/distributions`, validated by the silver
    expectations (the night stops here when they fail).
 4. **list_patterns**: the names registered in `patterns.yaml`.
 5. **group_day**: one mapped task per registered pattern; each resumes from the engine state
    the previous night saved, so these tasks `depends_on_past` and the DAG runs one day
-   at a time: a backfill (`airflow backfill create`) gives the rows the nights would have.
+   at a time: a backfill (`airflow backfill create … --max-active-runs 1`) gives the rows
+   the nights would have.
 6. **validate_gold**: the day's `gold/groups` against the gold expectations.
 7. **publish_alerts**: `gold/alerts` for the day, changes to `gold/alert_changes`.
 
-Each Spark step is `jobs/<task>.py`, the `probcep` verb of the same name, submitted
-through the `spark_default` connection (`local[*]` on one machine, `spark://…` on the
-cluster). Settings come from `PROBCEP_SETTINGS` (else `./probcep.yaml`, else the
-packaged defaults) and `PROBCEP_<KEY>` in the worker's environment.
+Unpaused with `catchup=False`, the DAG at once runs the last day that has ended, then one
+day each midnight UTC. Each Spark step is `jobs/<task>.py`, the `probcep` verb of the same
+name, submitted through the `spark_default` connection (`local[*]` on one machine,
+`spark://…` on the cluster). Settings come from `PROBCEP_SETTINGS` (else `./probcep.yaml`,
+else the packaged defaults) and `PROBCEP_<KEY>` in the worker's environment.
 """
 
 from __future__ import annotations
@@ -28,12 +37,18 @@ import os
 from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import dag, task
+from airflow.sdk import CronDataIntervalTimetable, dag, task
 
 #: Where `jobs/` lives: the repository root, or PROBCEP_HOME in a deployment.
 PROJECT = Path(os.environ.get("PROBCEP_HOME") or Path(__file__).resolve().parents[1])
-LANDING_SUFFIXES = (".csv", ".jsonl", ".parquet")
+#: The files ingest reads (`probcep.pipeline.ingest.FORMATS`).
+LANDING_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson", ".parquet")
+#: Written last into `<landing_dir>/<day>/` by whoever delivers the day's files.
+COMPLETE_MARKER = "_COMPLETE"
+#: How long after the day's end its landing folder may still be incomplete.
 LANDING_TIMEOUT = dt.timedelta(hours=6)
+#: The run of day D: data interval [D 00:00, D+1 00:00) UTC, started at D+1 00:00 UTC.
+NIGHTLY = CronDataIntervalTimetable("0 0 * * *", timezone="UTC")
 
 DEFAULT_ARGS = {
     "owner": "probcep",
@@ -41,6 +56,55 @@ DEFAULT_ARGS = {
     "retry_delay": dt.timedelta(minutes=5),
     "execution_timeout": dt.timedelta(hours=2),
 }
+
+
+class LandingError(Exception):
+    """A landing folder that will not become a day to ingest."""
+
+
+def run_day(dag_run) -> str:
+    """The day (YYYY-MM-DD, UTC) a DAG run processes: its logical date's day (the start
+    of a scheduled run's data interval); without a logical date (a run triggered with
+    none), the last day that had ended when the run was due."""
+    logical = getattr(dag_run, "logical_date", None)
+    if logical is not None:
+        return logical.astimezone(dt.UTC).date().isoformat()
+    return (dag_run.run_after.astimezone(dt.UTC).date() - dt.timedelta(days=1)).isoformat()
+
+
+def landing_complete(landing_dir: Path, day: str) -> bool:
+    """Whether `<landing_dir>/<day>/` is complete: it holds `_COMPLETE`, or the next
+    day's folder exists (deliveries went on to the next day)."""
+    following = (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
+    return ((landing_dir / day / COMPLETE_MARKER).is_file()
+            or (landing_dir / following).is_dir())
+
+
+def landing_deadline(day: str) -> dt.datetime:
+    """When the day's folder must be complete: LANDING_TIMEOUT after the day's end."""
+    end = dt.datetime.combine(dt.date.fromisoformat(day) + dt.timedelta(days=1), dt.time(),
+                              dt.UTC)
+    return end + LANDING_TIMEOUT
+
+
+def check_landing(landing_dir: Path, day: str, now: dt.datetime) -> list[str] | None:
+    """The landing sensor's rule: once the day's folder is complete, the names of its data
+    files (none: ingest decides, by the `missing_day` setting, whether that is a day of
+    silence); None while it may still become complete; LandingError when it is still
+    incomplete after the deadline."""
+    folder = landing_dir / day
+    if not landing_complete(landing_dir, day):
+        if now >= landing_deadline(day):
+            raise LandingError(
+                f"{folder} is not complete at {now:%Y-%m-%d %H:%M} UTC, past its deadline "
+                f"{landing_deadline(day):%Y-%m-%d %H:%M} UTC: neither {folder / COMPLETE_MARKER}"
+                f" nor the next day's folder exists")
+        return None
+    return sorted(p.name for p in folder.glob("*") if p.suffix.lower() in LANDING_SUFFIXES)
+
+
+#: The run's day in templates (`run_day`, a macro of the DAG).
+DAY = "{{ run_day(dag_run) }}"
 
 
 def job(name: str) -> str:
@@ -51,34 +115,40 @@ def spark_job(name: str, **kwargs) -> SparkSubmitOperator:
     """The step `name` (task id and `jobs/<name>.py`) for the run's day."""
     return SparkSubmitOperator(
         task_id=name, application=job(name), conn_id="spark_default",
-        name=f"probcep-{name}-{{{{ ds }}}}", application_args=["--date", "{{ ds }}"],
-        **kwargs)
+        name=f"probcep-{name}-{DAY}", application_args=["--date", DAY], **kwargs)
 
 
 @dag(
     dag_id="probcep_nightly",
-    schedule="@daily",
+    schedule=NIGHTLY,
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     catchup=False,
     max_active_runs=1,
     default_args=DEFAULT_ARGS,
+    user_defined_macros={"run_day": run_day},
     tags=["probcep", "nightly"],
     doc_md=__doc__,
 )
 def probcep_nightly():
     @task.sensor(poke_interval=300, timeout=LANDING_TIMEOUT.total_seconds(),
                  mode="reschedule", retries=0)
-    def wait_for_landing(ds=None):
-        """Done once the day's landing folder holds at least one data file."""
+    def wait_for_landing(dag_run=None):
+        """Done once the day's landing folder is complete (`_COMPLETE` or the next day's
+        folder); fails when it is still incomplete LANDING_TIMEOUT after the day's end."""
         from airflow.sdk import PokeReturnValue
 
         from probcep.config.settings import load_settings
 
-        folder = load_settings().landing_dir / ds
-        files = sorted(p.name for p in folder.glob("*") if p.suffix in LANDING_SUFFIXES)
-        if not files:
-            print(f"no landing files yet in {folder} (waiting up to {LANDING_TIMEOUT})")
-        return PokeReturnValue(is_done=bool(files), xcom_value=files)
+        day = run_day(dag_run)
+        landing_dir = load_settings().landing_dir
+        files = check_landing(landing_dir, day, dt.datetime.now(dt.UTC))
+        if files is None:
+            print(f"{landing_dir / day} not complete yet: waiting for its {COMPLETE_MARKER} "
+                  f"or the next day's folder, until {landing_deadline(day):%Y-%m-%d %H:%M} UTC")
+        elif not files:
+            print(f"{landing_dir / day} is complete without data files: ingest takes it as a "
+                  f"day of silence, or refuses it (setting missing_day)")
+        return PokeReturnValue(is_done=files is not None, xcom_value=files)
 
     @task(retries=0)
     def list_patterns() -> list[str]:
@@ -94,8 +164,8 @@ def probcep_nightly():
         return names
 
     @task(retries=0)
-    def group_args(name: str, ds=None) -> list[str]:
-        return ["--date", ds, "--pattern", name]
+    def group_args(name: str, dag_run=None) -> list[str]:
+        return ["--date", run_day(dag_run), "--pattern", name]
 
     ingest = spark_job("ingest")
     normalize = spark_job("normalize")

@@ -67,12 +67,15 @@ def gold(lake: Path, table: str):
 
 
 def make_landing(landing: Path) -> None:
-    """The sample's days, plus the midnight visit of MIDNIGHT_STREAM."""
+    """The sample's days, plus the midnight visit of MIDNIGHT_STREAM, each folder closed
+    by its `_COMPLETE` marker (written last, as a delivery does: the nightly DAG's sensor
+    waits for it, or for the next day's folder)."""
     for day in DAYS:
         shutil.copytree(SAMPLE / day, landing / day)
         with (landing / day / "readings.csv").open("a") as f:
             for clock, symbol in MIDNIGHT_VISIT.get(day, []):
                 f.write(f"{MIDNIGHT_STREAM},reader-0,{day}T{clock},{symbol},0.95\n")
+        (landing / day / "_COMPLETE").touch()
 
 
 def change_day(landing: Path) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pandas as pd
 import pytest
@@ -44,3 +45,25 @@ def test_broken_rows_fail_with_a_readable_report(column, index, value, message):
 def test_data_docs_are_built(tmp_path):
     validate(rows(), GOLD_SUITE, docs_dir=tmp_path / "gx")
     assert list((tmp_path / "gx").rglob("index.html"))
+    assert not list((tmp_path / "gx").rglob("__none__"))  # the run is named by its suite
+
+
+def text(page) -> str:
+    """A Data Docs page's visible text."""
+    html = re.sub(r"<(script|style).*?</\1>", " ", page.read_text(), flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_data_docs_name_the_table_the_day_and_the_run(tmp_path):
+    docs = tmp_path / "gx"
+    result = validate(rows(), GOLD_SUITE, docs_dir=docs, day="2026-01-02",
+                      run_id="validate_gold-0a1b2c3d")
+    assert result.meta["run_id"].run_name == "gold_groups 2026-01-02 validate_gold-0a1b2c3d"
+    pages = [p for p in docs.rglob("*.html") if "validations" in p.parts]
+    assert len(pages) == 1
+    page = text(pages[0])
+    assert "Data asset: gold/groups" in page
+    assert "Run Name gold_groups 2026-01-02 validate_gold-0a1b2c3d" in page
+    assert "__none__" not in page and "Data asset: None" not in page
+    index = next(docs.rglob("index.html")).read_text()  # the list of validations
+    assert "gold_groups 2026-01-02 validate_gold-0a1b2c3d" in index

@@ -1,0 +1,140 @@
+"""probcep_nightly's day: the run of day D covers [D 00:00, D+1 00:00) UTC, starts once D
+has ended and gives every step `--date D`; its sensor waits for D's landing folder to be
+complete.
+
+The runs come from the session's DAG dump (`dagbag_dump.py`: the timetable as the
+scheduler uses it, through the serialized DAG); the day and landing rules are plain
+functions of the DAG file, loaded here on a temporary AIRFLOW_HOME.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
+
+
+def midnight(day: str, plus: int = 0) -> str:
+    return (dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+            + dt.timedelta(days=plus)).isoformat()
+
+
+@pytest.fixture(scope="module")
+def timetable(dagbag) -> dict:
+    return dagbag["dags"]["probcep_nightly"]["timetable"]
+
+
+@pytest.fixture(scope="module")
+def nightly(tmp_path_factory):
+    """dags/probcep_nightly.py as a module (Airflow configured under a temporary home)."""
+    pytest.importorskip("airflow.providers.apache.spark")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow_home")))
+        spec = importlib.util.spec_from_file_location(
+            "probcep_nightly_dag", ROOT / "dags" / "probcep_nightly.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+def test_the_nightly_dag_has_a_daily_utc_data_interval_timetable(timetable):
+    assert timetable["type"] == "CronDataIntervalTimetable"
+    assert timetable["summary"] == "0 0 * * *"
+    assert timetable["periodic"] and timetable["catchup"] is False
+
+
+def test_the_run_of_day_d_covers_d_and_starts_after_d_has_ended(timetable):
+    runs = timetable["backfill"]  # what `airflow backfill create` makes for the sample
+    assert [r["logical_date"] for r in runs] == [midnight(d) for d in DAYS]
+    for day, run in zip(DAYS, runs, strict=True):
+        assert run["start"] == midnight(day)
+        assert run["end"] == midnight(day, 1)
+        assert run["run_after"] == midnight(day, 1)  # D has ended
+
+
+def test_the_scheduler_follows_the_first_night_with_the_next_day(timetable):
+    after = timetable["after_first"]
+    assert after["run"] == {"logical_date": midnight(DAYS[1]), "start": midnight(DAYS[1]),
+                            "end": midnight(DAYS[2]), "run_after": midnight(DAYS[2])}
+
+
+def test_unpausing_runs_the_last_day_that_has_ended_at_once(timetable):
+    unpaused = timetable["unpaused"]  # at 2026-01-04 09:30, catchup=False
+    assert unpaused["at"] == "2026-01-04T09:30:00+00:00"
+    assert unpaused["run"]["start"] == midnight(DAYS[2])
+    assert unpaused["run"]["end"] == midnight(DAYS[2], 1)
+    assert unpaused["run"]["run_after"] <= unpaused["at"]  # due already: it runs now
+
+
+def test_every_step_gets_the_day_of_the_run(timetable):
+    rendered = timetable["rendered"]
+    for day in DAYS:
+        assert set(rendered["scheduled"][midnight(day)].values()) == {day}
+    # `airflow dags test probcep_nightly 2026-01-01`: Airflow infers the interval that
+    # ended at the logical date, but the run processes the logical date's day
+    assert timetable["manual"]["dags_test_2026-01-01"]["start"] == midnight("2025-12-31")
+    assert set(rendered["dags_test_2026-01-01"].values()) == {DAYS[0]}
+    # triggered without a logical date (2026-01-04 09:30): the last day that had ended
+    assert set(rendered["no_logical_date"].values()) == {DAYS[2]}
+    steps = {"ingest", "normalize", "validate_gold", "publish_alerts"}
+    assert set(rendered["dags_test_2026-01-01"]) == steps
+
+
+def test_run_day_is_the_logical_dates_utc_day(nightly):
+    at = dt.datetime(2026, 1, 2, 0, 0, tzinfo=dt.UTC)
+    assert nightly.run_day(SimpleNamespace(logical_date=at, run_after=at)) == "2026-01-02"
+    late = dt.datetime(2026, 1, 2, 23, 30, tzinfo=dt.timezone(dt.timedelta(hours=-5)))
+    assert nightly.run_day(SimpleNamespace(logical_date=late, run_after=at)) == "2026-01-03"
+    none = SimpleNamespace(logical_date=None, run_after=dt.datetime(2026, 1, 4, 9, 30,
+                                                                    tzinfo=dt.UTC))
+    assert nightly.run_day(none) == "2026-01-03"
+
+
+def write_day(landing: Path, day: str, *names: str) -> Path:
+    folder = landing / day
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).write_text("x\n")
+    return folder
+
+
+def test_a_landing_folder_is_complete_with_its_marker_or_the_next_days_folder(
+        nightly, tmp_path):
+    day = DAYS[0]
+    assert not nightly.landing_complete(tmp_path, day)
+    write_day(tmp_path, day, "readings.csv")
+    assert not nightly.landing_complete(tmp_path, day)  # files, but more may come
+    write_day(tmp_path, day, nightly.COMPLETE_MARKER)
+    assert nightly.landing_complete(tmp_path, day)
+    assert not nightly.landing_complete(tmp_path, DAYS[1])
+    write_day(tmp_path, DAYS[2])  # deliveries went on to the next day
+    assert nightly.landing_complete(tmp_path, DAYS[1])
+    assert not nightly.landing_complete(tmp_path, DAYS[2])
+
+
+def test_the_sensor_waits_for_a_complete_folder_until_the_morning_after(nightly, tmp_path):
+    day = DAYS[0]
+    night = dt.datetime(2026, 1, 2, 0, 5, tzinfo=dt.UTC)
+    write_day(tmp_path, day, "readings.csv", "more.jsonl", "notes.txt")
+    assert nightly.check_landing(tmp_path, day, night) is None  # the day still lands
+    assert nightly.landing_deadline(day) == dt.datetime(2026, 1, 2, 6, tzinfo=dt.UTC)
+    with pytest.raises(nightly.LandingError, match=r"not complete .*past its deadline"):
+        nightly.check_landing(tmp_path, day, dt.datetime(2026, 1, 2, 6, tzinfo=dt.UTC))
+    write_day(tmp_path, day, nightly.COMPLETE_MARKER)
+    assert nightly.check_landing(tmp_path, day, night) == ["more.jsonl", "readings.csv"]
+    later = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)  # a late run of a complete day
+    assert nightly.check_landing(tmp_path, day, later) == ["more.jsonl", "readings.csv"]
+
+
+def test_a_complete_day_without_data_files_is_left_to_ingest(nightly, tmp_path):
+    """A day of silence, or a refused one: the `missing_day` setting, read by ingest."""
+    write_day(tmp_path, DAYS[0], nightly.COMPLETE_MARKER, "notes.txt")
+    assert nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 2, tzinfo=dt.UTC)) == []
+    write_day(tmp_path, DAYS[2])  # no folder for DAYS[1], but deliveries went on
+    assert nightly.check_landing(tmp_path, DAYS[1], dt.datetime(2026, 1, 3, tzinfo=dt.UTC)) == []
