@@ -7,21 +7,37 @@ day column. `Table.replace_day` is the one way a step swaps a day's rows for som
 nothing would change, so a rerun of unchanged data leaves the table's version alone.
 Large tables (bronze, silver) are written by Spark's executors and committed from
 staging (`probcep.lake.delta`); small ones (gold, state) go from Arrow straight in.
+
+Runs may write different slices of a table at once (the nightly DAG's `group_day` tasks,
+one per pattern). Each write holds its slice's lock (`probcep.lake.locks`) and commits
+through Delta's optimistic concurrency: delta-rs (1.6) refuses a predicate overwrite
+when another writer's commit of the same day landed first, even for disjoint patterns
+("a concurrent transactions added new data"), so the write is redone, a bounded number
+of times with jittered backoff, from a fresh read of the table (`commit_with_retries`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import random
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.lake.locks import ConcurrentWriteError, slice_lock
+
 #: Columns that describe a run, not a result: ignored when deciding whether rows changed.
 RUN_COLUMNS = ("run_id",)
 UTC_MICROS = pa.timestamp("us", tz="UTC")
+#: Attempts at a write whose commit loses the race to other writers' commits, and the
+#: backoff before the next attempt: doubling from the first value up to the second,
+#: each wait drawn between its half and itself.
+COMMIT_ATTEMPTS = 12
+BACKOFF_SECONDS = (0.05, 2.0)
 
 
 @dataclass(frozen=True)
@@ -75,36 +91,93 @@ class Table:
         return " AND ".join([f"{self.day_column} = '{day.isoformat()}'",
                              *(sql_in(k, v) for k, v in keys.items())])
 
+    def lock(self, lake, day: dt.date, **keys: Sequence):
+        """Hold the slice lock of the day's rows with these key values (the whole day
+        without keys) for a `with` block: see `probcep.lake.locks.slice_lock`."""
+        return slice_lock(lake, [self], day, keys)
+
     def replace_day(self, lake, day: dt.date, rows: pa.Table, metadata: dict,
                     **keys: Sequence) -> bool:
         """Replace the day's rows whose key columns hold the given values (for example
-        `pattern=["room_visit"]`) by `rows`, in one commit whose metadata is `metadata`.
+        `pattern=["room_visit"]`) by `rows`, in one commit whose metadata is `metadata`,
+        holding the slice's lock.
 
         Returns False, writing nothing, when the new rows equal the stored ones apart
-        from run columns."""
+        from run columns. A commit that loses the race to another writer's is redone from
+        a fresh read; should the slice's own rows have changed meanwhile (a writer that
+        ignored the lock), it stops with ConcurrentWriteError instead."""
         from deltalake import write_deltalake
 
-        if same_rows(rows, self.read(lake, self.day_filter(day, keys))):
-            return False
-        path = self.path(lake)
-        if self.exists(lake):
-            write_deltalake(str(path), rows, mode="overwrite",
-                            predicate=self.day_predicate(day, keys),
-                            commit_properties=commit_properties(metadata))
-        else:
-            path.mkdir(parents=True, exist_ok=True)
-            write_deltalake(str(path), rows, mode="append",
-                            commit_properties=commit_properties(metadata))
-        return True
+        path, selected = self.path(lake), self.day_filter(day, keys)
+        seen: list[pa.Table] = []
+
+        def attempt() -> bool:
+            stored = self.read(lake, selected)
+            if seen and not same_rows(stored, seen[-1], ignore=()):
+                raise ConcurrentWriteError(
+                    f"another run is writing {self.name} for {day}: the rows of "
+                    f"{self.day_predicate(day, keys)} changed while this run committed")
+            seen.append(stored)
+            if same_rows(rows, stored):
+                return False
+            if self.exists(lake):
+                write_deltalake(str(path), rows, mode="overwrite",
+                                predicate=self.day_predicate(day, keys),
+                                commit_properties=commit_properties(metadata))
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                write_deltalake(str(path), rows, mode="append",
+                                commit_properties=commit_properties(metadata))
+            return True
+
+        with self.lock(lake, day, **keys):
+            return commit_with_retries(attempt, f"{self.name} for {day}")
+
+    def clear_day(self, lake, day: dt.date, metadata: dict) -> bool:
+        """Delete the day's rows (a day that turned out silent), in one commit, holding
+        the day's lock; returns False, committing nothing, when there are none."""
+        from deltalake import DeltaTable
+
+        def attempt() -> bool:
+            if not self.files(lake, [(self.day_column, "=", day.isoformat())]):
+                return False
+            DeltaTable(str(self.path(lake))).delete(
+                self.day_predicate(day, {}), commit_properties=commit_properties(metadata))
+            return True
+
+        with self.lock(lake, day):
+            return commit_with_retries(attempt, f"{self.name} for {day}")
 
     def append(self, lake, rows: pa.Table, metadata: dict) -> None:
-        """Append rows in one commit that names the run."""
+        """Append rows in one commit that names the run (redone if it loses a race)."""
         from deltalake import write_deltalake
 
         path = self.path(lake)
         path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(path), rows, mode="append",
-                        commit_properties=commit_properties(metadata))
+        commit_with_retries(lambda: write_deltalake(
+            str(path), rows, mode="append", commit_properties=commit_properties(metadata)),
+            self.name)
+
+
+def commit_with_retries(attempt: Callable[[], object], where: str):
+    """`attempt()`, a whole write from reading the table to its commit, redone while its
+    commit fails on a conflict with other writers' commits (deltalake's
+    CommitFailedError: nothing of it was committed), up to COMMIT_ATTEMPTS times with
+    jittered exponential backoff; its result. Then a ConcurrentWriteError naming `where`.
+    """
+    from deltalake.exceptions import CommitFailedError
+
+    first, cap = BACKOFF_SECONDS
+    for n in range(COMMIT_ATTEMPTS):
+        try:
+            return attempt()
+        except CommitFailedError as e:
+            last = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if n + 1 < COMMIT_ATTEMPTS:
+                delay = min(cap, first * 2 ** n)
+                time.sleep(random.uniform(delay / 2, delay))
+    raise ConcurrentWriteError(f"{where}: the commit still conflicted with other writers' "
+                               f"after {COMMIT_ATTEMPTS} attempts ({last})")
 
 
 def commit_properties(metadata: dict):
@@ -113,11 +186,14 @@ def commit_properties(metadata: dict):
     return CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()})
 
 
-def same_rows(a: pa.Table, b: pa.Table) -> bool:
-    """Whether two sets of rows are equal, in any order, apart from run columns."""
+def same_rows(a: pa.Table, b: pa.Table, ignore: Sequence[str] = RUN_COLUMNS) -> bool:
+    """Whether two sets of rows are equal, in any order, apart from the `ignore` columns
+    (run columns by default)."""
     if a.num_rows != b.num_rows:
         return False
-    names = [n for n in a.schema.names if n not in RUN_COLUMNS]
+    if a.num_rows == 0:
+        return True
+    names = [n for n in a.schema.names if n not in ignore]
     return _sorted(a.select(names)).equals(_sorted(b.select(names)))
 
 
