@@ -61,3 +61,10 @@ def test_empty_or_malformed_file(tmp_path):
     for text in ("", "patterns: []\n", "patterns:\n  x: [\n"):
         with pytest.raises(RegistryError):
             load_registry(write(tmp_path, text), DOMAIN)
+
+
+def test_a_name_given_twice_is_refused_with_its_line(tmp_path):
+    text = ("patterns:\n  p:\n    pattern: 'Door'\n    policy: single\n"
+            "  p:\n    pattern: 'Room'\n    policy: single\n")
+    with pytest.raises(RegistryError, match=r"patterns.yaml, line 5: .*'p' is named twice"):
+        load_registry(write(tmp_path, text), DOMAIN)

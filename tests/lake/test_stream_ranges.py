@@ -1,7 +1,8 @@
 """Cutting a batch's rows into streams: whatever order the rows come in (sorted, sorted
 runs interleaved as delta-rs writes them, shuffled), from a table or from Parquet files
 of any row groups read for a range of stream ids, each stream of the range comes out
-whole and in time order, and a gap or a repeated timestep names its stream."""
+whole and in time order as its runs of consecutive timesteps (silver skips timesteps
+with no reading), and a repeated timestep names its stream."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ DOMAIN = ("a", "b")
 @st.composite
 def batches(draw):
     """Streams of random lengths and start times, their rows cut into random runs that
-    are then put in random order; maybe one row dropped or repeated."""
+    are then put in random order; maybe one row dropped (a gap) or repeated (an error).
+    Returns the streams as (times, values) after the fault, the rows, and the stream
+    with a repeated row."""
     streams = {}
     for k in range(draw(st.integers(1, 4))):
         t0, n = draw(st.integers(-3, 5)), draw(st.integers(1, 25))
@@ -36,14 +39,28 @@ def batches(draw):
     broken = None
     if fault:
         k = draw(st.integers(0, len(rows) - 1))
-        sid, t, _ = rows[k]
-        t0, vals = streams[sid]
-        inner = t0 < t < t0 + len(vals) - 1  # dropping an end row leaves no gap
         if fault == "repeat":
-            rows, broken = rows[:k + 1] + rows[k:], sid
-        elif inner:
-            rows, broken = rows[:k] + rows[k + 1:], sid
-    return streams, rows, broken
+            rows, broken = rows[:k + 1] + rows[k:], rows[k][0]
+        elif sum(r[0] == rows[k][0] for r in rows) > 1:  # a stream keeps one row at least
+            rows = rows[:k] + rows[k + 1:]
+    kept = {sid: (np.array([r[1] for r in rows if r[0] == sid]),
+                  np.array([r[2] for r in rows if r[0] == sid])) for sid in streams}
+    kept = {sid: (t[np.argsort(t, kind="stable")], v[np.argsort(t, kind="stable")])
+            for sid, (t, v) in kept.items()}
+    return kept, rows, broken
+
+
+def _assert_runs(cut: Streams, i: int, want) -> None:
+    """Stream i's runs: consecutive inside, a gap between, and together the rows."""
+    times, vals = want
+    runs = cut.runs(i)
+    assert cut.t0[i] == times[0]
+    for (t, probs), (u, _) in zip(runs, runs[1:]):
+        assert u > t + len(probs)  # runs are separated by a gap
+    got_t = np.concatenate([t + np.arange(len(p)) for t, p in runs])
+    np.testing.assert_array_equal(got_t, times)
+    np.testing.assert_array_equal(np.concatenate([p for _, p in runs]),
+                                  np.column_stack([vals, -vals]))
 
 
 def _table(rows, dictionary: bool) -> pa.Table:
@@ -62,15 +79,14 @@ def test_streams_come_out_whole_in_time_order(batch, dictionary, sort_outright):
         if sort_outright:  # the path taken when rows come in no useful order
             patch.setattr(module, "SORT_ABOVE_PIECES", 0)
         if broken is not None:
-            with pytest.raises(ValueError, match=f"stream '{broken}': t is not consecutive"):
+            with pytest.raises(ValueError, match=f"stream '{broken}': t=.* appears more than "
+                                                 "once"):
                 Streams.of(table, DOMAIN)
             return
         cut = Streams.of(table, DOMAIN)
     assert sorted(cut.ids) == sorted(streams)
     for i, sid in enumerate(cut.ids):
-        t0, vals = streams[sid]
-        assert cut.t0[i] == t0
-        np.testing.assert_array_equal(cut.probs(i), np.column_stack([vals, -vals]))
+        _assert_runs(cut, i, streams[sid])
 
 
 def test_no_rows_no_streams():
@@ -85,9 +101,7 @@ def _check(cut: Streams, streams: dict, wanted) -> None:
     loads, load = [], cut._load
     cut._load = lambda b: loads.append(b) or load(b)
     for i, sid in enumerate(cut.ids):
-        t0, vals = streams[sid]
-        assert cut.t0[i] == t0
-        np.testing.assert_array_equal(cut.probs(i), np.column_stack([vals, -vals]))
+        _assert_runs(cut, i, streams[sid])
     assert sorted(loads) == sorted(set(cut.block))
     assert not cut._loaded
 
@@ -113,7 +127,8 @@ def test_a_range_read_from_parquet_comes_out_whole(tmp_path_factory, batch, file
         if sort_outright:
             patch.setattr(module, "SORT_ABOVE_PIECES", 0)
         if broken_inside:
-            with pytest.raises(ValueError, match=f"stream '{broken}': t is not consecutive"):
+            with pytest.raises(ValueError, match=f"stream '{broken}': t=.* appears more "
+                                                 "than once"):
                 Streams.read(paths, DOMAIN, where)
             return
         cut = Streams.read(paths, DOMAIN, where)

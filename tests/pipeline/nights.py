@@ -75,18 +75,24 @@ class FrameSilver:
 
     rows: Callable[[dt.date], pd.DataFrame]
     folder: Path
+    symbols: tuple = DOMAIN
+    fill: tuple | None = None  # what a timestep without a row holds (None: gap-free)
 
     def domain(self):
-        return DOMAIN
+        return self.symbols
 
     def prepare(self, ctx, day):
         pass
 
     def files(self, day):
-        return as_files(self.rows(day), self.folder, day.isoformat())
+        rows = self.rows(day)
+        return as_files(rows, self.folder, day.isoformat()) if len(rows) else []
 
     def version(self):
         return None
+
+    def silence(self):
+        return self.fill
 
 
 def daily(silver, folder) -> FrameSilver:

@@ -71,9 +71,9 @@ def _groups(table: pa.Table):
 def _rows(files, where) -> pd.DataFrame:
     """The rows a task reads for a stream range, as Streams.read gives them."""
     streams = Streams.read(files, DOMAIN, where)
-    frames = [pd.DataFrame({"stream_id": sid, "t": streams.t0[i] + np.arange(len(p)),
+    frames = [pd.DataFrame({"stream_id": sid, "t": t + np.arange(len(p)),
                             **{d: p[:, k] for k, d in enumerate(DOMAIN)}})
-              for i, sid in enumerate(streams.ids) for p in [streams.probs(i)]]
+              for i, sid in enumerate(streams.ids) for t, p in streams.runs(i)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -145,12 +145,12 @@ def test_file_uris_read_like_paths(tmp_path):
     assert by_path == by_uri and sum(by_uri) == len(silver)
 
 
-def test_a_gap_names_the_stream(tmp_path):
+def test_a_gap_in_dense_input_names_the_stream(tmp_path):
     silver = _silver(n_streams=2, length=20)
     silver = silver[~((silver.stream_id == "s1") & (silver.t == 15))]
     files = _files(silver, tmp_path, "gap", n_files=1)
-    with pytest.raises(ValueError, match=r"stream 's1': t is not consecutive after t=14 "
-                                         r"\(next t=16\)"):
+    with pytest.raises(ValueError, match=r"stream 's1': stream continues at t=15, block "
+                                         r"starts at t=16"):  # dense input: no silence
         group_streams(Streams.read(files, DOMAIN, plan_ranges(files, 1)[0][0]),
                       SAVED_STATES.empty_table(), PATTERNS, final=False)
 

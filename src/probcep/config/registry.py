@@ -31,6 +31,21 @@ class RegistryError(ProbcepError, ValueError):
     """A registry file or entry that cannot be used."""
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps
+    the last silently: a second entry of one name would replace the first unseen)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is named twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 @dataclass(frozen=True)
 class RegisteredPattern:
     name: str
@@ -62,7 +77,10 @@ def load_registry(path: str | Path, domain) -> dict[str, RegisteredPattern | Reg
     """Read and check a registry file; entries keyed by name, in file order."""
     path = Path(path)
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml.load(path.read_text(), Loader=UniqueKeyLoader)  # noqa: S506
+    except yaml.MarkedYAMLError as exc:
+        raise RegistryError(f"{path}, line {exc.problem_mark.line + 1}: cannot read the "
+                            f"patterns registry: {exc.problem}") from exc
     except (OSError, yaml.YAMLError) as exc:
         raise RegistryError(f"{path}: cannot read the patterns registry: {exc}") from exc
     entries = (document or {}).get("patterns") if isinstance(document, dict) else None

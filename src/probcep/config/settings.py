@@ -24,6 +24,7 @@ PACKAGED = Path(__file__).with_name("probcep.yaml")
 LOCAL = Path("probcep.yaml")
 AGGREGATIONS = ("sum", "max")
 GAP_POLICIES = ("no_reading", "uniform", "hold_last")
+MISSING_DAYS = ("silence", "refuse")
 
 
 class SettingsError(ProbcepError, ValueError):
@@ -45,6 +46,7 @@ class Settings:
     max_quarantine_fraction: float
     registry: Path
     target_file_mb: float
+    missing_day: str = "silence"
 
     @property
     def target_file_bytes(self) -> int:
@@ -63,6 +65,14 @@ class Settings:
         """Silver's probability columns: the domain, plus the reserved "no reading"
         symbol (gaps may fall back to it under every policy)."""
         return (*self.domain, self.no_reading_symbol)
+
+    @property
+    def silence(self) -> tuple[float, ...]:
+        """The distribution over the silver domain of a timestep with no reading (and,
+        under `hold_last`, none held): silver stores no row for it."""
+        if self.gap_policy == "uniform":
+            return (*[1.0 / len(self.domain)] * len(self.domain), 0.0)
+        return (*[0.0] * len(self.domain), 1.0)
 
     def steps_per_day(self) -> int:
         return int(dt.timedelta(days=1) / self.step)
@@ -142,6 +152,9 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     file_mb = v.get("target_file_mb", 128)
     if not isinstance(file_mb, int | float) or isinstance(file_mb, bool) or not file_mb > 0:
         fail("target_file_mb", f"must be a number of megabytes > 0, got {file_mb!r}")
+    missing = v.get("missing_day", "silence")
+    if missing not in MISSING_DAYS:
+        fail("missing_day", f"must be one of {MISSING_DAYS}, got {missing!r}")
     master = v.get("spark_master")
     if master is not None and not isinstance(master, str):
         fail("spark_master", f"must be a Spark master URL, got {master!r}")
@@ -157,4 +170,4 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
         max_quarantine_fraction=float(fraction),
         registry=where("registry") if v.get("registry") else base / "patterns.yaml",
-        target_file_mb=float(file_mb))
+        target_file_mb=float(file_mb), missing_day=missing)

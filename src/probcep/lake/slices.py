@@ -1,4 +1,5 @@
-"""One stream's time slice of silver, reading only the files that can hold it.
+"""One stream's time slice of silver, reading only the files that can hold it, and the
+slice with its silent timesteps filled in.
 
 Silver is partitioned by date and each day's rows are sorted by stream and t before
 Delta cuts them into files (`target_file_mb`), so every file covers a narrow range of
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+
+import numpy as np
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
@@ -30,7 +33,8 @@ class SilverSlice:
                 f"{len(self.files)} of {self.files_in_table} silver files")
 
     def read(self):
-        """The slice's rows (pyarrow), sorted by t."""
+        """The slice's stored rows (pyarrow), sorted by t: timesteps with readings only
+        (see `with_silence` for every timestep)."""
         import pyarrow.dataset as ds
 
         if not self.files:
@@ -39,6 +43,16 @@ class SilverSlice:
             filter=(ds.field("stream_id") == self.stream_id)
             & (ds.field("t") >= self.t_first) & (ds.field("t") <= self.t_last))
         return rows.sort_by("t")
+
+
+def with_silence(t: np.ndarray, probs: np.ndarray, lo: int, hi: int,
+                 silence) -> np.ndarray:
+    """Every timestep of [lo, hi] as a (timesteps, symbols) array: silver's rows where
+    it has them (times `t`, rows `probs`), the settings' `silence` everywhere else."""
+    dense = np.tile(np.asarray(silence, dtype=np.float64), (hi - lo + 1, 1))
+    inside = (t >= lo) & (t <= hi)
+    dense[t[inside] - lo] = probs[inside]
+    return dense
 
 
 def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,

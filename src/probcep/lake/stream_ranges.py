@@ -149,37 +149,46 @@ SORT_ABOVE_PIECES = 1024
 class Streams:
     """A batch's rows cut into streams, sorted by id. Stream `ids[i]` starts at time
     `t0[i]` and is the pieces `first[i]:first[i + 1]`, in time order; piece j is rows
-    `lo[j]:hi[j]` of block `block[j]`, one row per consecutive timestep. A block (a row
-    group, a record batch) is loaded as a (rows, symbols) array when a stream first needs
-    it and dropped after its last piece is served."""
+    `lo[j]:hi[j]` of block `block[j]`, one row per consecutive timestep, starting at time
+    `start[j]`. Silver holds only timesteps with readings, so a stream may skip
+    timesteps between pieces (never repeat one). A block (a row group, a record batch)
+    is loaded as a (rows, symbols) array when a stream first needs it and dropped after
+    its last piece is served."""
 
     def __init__(self, ids: list[str], t0: np.ndarray, first: np.ndarray, block: np.ndarray,
-                 lo: np.ndarray, hi: np.ndarray, load: Callable[[int], np.ndarray]):
+                 lo: np.ndarray, hi: np.ndarray, start: np.ndarray,
+                 load: Callable[[int], np.ndarray]):
         self.ids, self.t0, self.first = ids, t0, first
-        self.block, self.lo, self.hi = block, lo, hi
+        self.block, self.lo, self.hi, self.start = block, lo, hi, start
         self._load = load
         self._left = np.bincount(block) if len(block) else np.zeros(0, np.int64)
         self._loaded: dict[int, np.ndarray] = {}
 
-    def probs(self, i: int) -> np.ndarray:
-        """Stream i's (timesteps, symbols) array; call once per stream, in any order (a
-        second call loads dropped blocks again)."""
-        parts = []
+    def runs(self, i: int) -> list[tuple[int, np.ndarray]]:
+        """Stream i as its runs of consecutive timesteps, in time order: (first t,
+        (timesteps, symbols) array). Call once per stream, in any order (a second call
+        loads dropped blocks again)."""
+        runs: list[tuple[int, list[np.ndarray]]] = []
         for j in range(self.first[i], self.first[i + 1]):
             b = int(self.block[j])
             rows = self._loaded.get(b)
             if rows is None:
                 rows = self._loaded[b] = self._load(b)
-            parts.append(rows[self.lo[j]:self.hi[j]])
+            t, part = int(self.start[j]), rows[self.lo[j]:self.hi[j]]
+            if runs and runs[-1][0] + sum(len(p) for p in runs[-1][1]) == t:
+                runs[-1][1].append(part)
+            else:
+                runs.append((t, [part]))
             self._left[b] -= 1
             if self._left[b] <= 0:
                 del self._loaded[b]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return [(t, parts[0] if len(parts) == 1 else np.concatenate(parts))
+                for t, parts in runs]
 
     @classmethod
     def of(cls, rows: pa.Table, domain: tuple[str, ...]) -> Streams:
-        """Rows of a table, in any order; raises InputError naming the stream on a gap
-        or a repeated timestep."""
+        """Rows of a table, in any order; raises InputError naming the stream on a
+        repeated timestep."""
         batches = [b for b in rows.to_batches() if b.num_rows]
         names: dict[str, int] = {}
         keys = [_keys(b["stream_id"], b["t"], names, None, f"record batch {k}")[0]
@@ -192,8 +201,8 @@ class Streams:
 
         Row groups are chosen by their `stream_id` statistics; rows of a row group that
         may straddle a bound are filtered by their id. A null `stream_id` or `t` raises
-        InputError naming the file and row group, as do gaps and repeats (naming the
-        stream)."""
+        InputError naming the file and row group, as does a repeated timestep (naming
+        the stream)."""
         import pyarrow.parquet as pq
 
         names: dict[str, int] = {}
@@ -224,7 +233,7 @@ class Streams:
         ids = sorted(names)
         if not keys:
             none = np.zeros(0, np.int64)
-            return cls([], none, np.zeros(1, np.int64), none, none, none, load)
+            return cls([], none, np.zeros(1, np.int64), none, none, none, none, load)
         rank = np.empty(len(ids), np.int64)
         rank[[names[s] for s in ids]] = np.arange(len(ids))
         cut = [_pieces(k.index, k.t) for k in keys]
@@ -245,14 +254,15 @@ class Streams:
         k = np.lexsort((start, code))
         block, lo, hi, code, start = block[k], lo[k], hi[k], code[k], start[k]
         same = code[1:] == code[:-1]
-        broken = np.flatnonzero(same & (start[1:] != start[:-1] + (hi - lo)[:-1]))
-        if len(broken):
-            j = int(broken[0])
-            raise InputError(f"stream {ids[code[j]]!r}: t is not consecutive after "
-                             f"t={start[j] + hi[j] - lo[j] - 1} (next t={start[j + 1]})")
+        repeated = np.flatnonzero(same & (start[1:] < start[:-1] + (hi - lo)[:-1]))
+        if len(repeated):
+            j = int(repeated[0])
+            raise InputError(f"stream {ids[code[j]]!r}: t={start[j + 1]} appears more than "
+                             f"once")
         first = np.r_[0, np.flatnonzero(~same) + 1, len(lo)]
         heads = first[:-1]
-        return cls([ids[c] for c in code[heads]], start[heads], first, block, lo, hi, load)
+        return cls([ids[c] for c in code[heads]], start[heads], first, block, lo, hi, start,
+                   load)
 
 
 class _Keys(NamedTuple):

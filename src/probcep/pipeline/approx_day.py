@@ -78,22 +78,26 @@ def _match_stream(events, entries, domain, histories):
 
 def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
     """Match a day of silver for the run's approximate patterns; write matches, bundles
-    and histories."""
-    spark, lake_root, entries, run_id = ctx.spark, ctx.lake, ctx.approximate, ctx.run_id
+    and histories. The events are silver's rows: a timestep with no reading is no event
+    (skip-till-any-match would skip it anyway). A day of silence has no matches and
+    leaves the histories as they were."""
+    lake_root, entries, run_id = ctx.lake, ctx.approximate, ctx.run_id
     domain = tuple(ctx.domain)
-    silver = spark.read.parquet(*ctx.source.files(day)).select(
-        "stream_id", "t", *[f"`{d}`" for d in domain])
+    files = ctx.source.files(day)
+    if not files:
+        _write(ctx, day, APPROX_MATCHES.schema.empty_table(),
+               APPROX_BUNDLES.schema.empty_table())
+        return {"matches": 0, "bundles": 0}
+    spark = ctx.spark
+    silver = spark.read.parquet(*files).select("stream_id", "t", *[f"`{d}`" for d in domain])
     histories = {e.name: pickle.dumps(load_history(lake_root, e, day)) for e in entries}
     events = most_likely_symbols(silver, domain)
     out = (events.groupBy("stream_id")
            .applyInPandas(lambda g: _match_stream(g, entries, domain, histories), _OUT)
            .toArrow())
     matches, bundles = _split(out, day, run_id)
+    meta = _write(ctx, day, matches, bundles)
     names = [e.name for e in entries]
-    meta = {"run_id": run_id, "batch_date": day.isoformat(),
-            "pattern_versions": ",".join(f"{e.name}={e.version}" for e in entries)}
-    APPROX_MATCHES.replace_day(lake_root, day, matches, meta, pattern=names)
-    APPROX_BUNDLES.replace_day(lake_root, day, bundles, meta, pattern=names)
     learned = _learn(events, entries, domain, histories, train_streams)
     h_rows = pa.table({
         "pattern": names, "pattern_version": [e.version for e in entries],
@@ -102,6 +106,18 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
     }).cast(APPROX_HISTORY.schema)
     APPROX_HISTORY.replace_day(lake_root, day, h_rows, meta, pattern=names)
     return {"matches": matches.num_rows, "bundles": bundles.num_rows}
+
+
+def _write(ctx: RunContext, day: dt.date, matches: pa.Table, bundles: pa.Table) -> dict:
+    """Replace the day's matches and bundles of the run's approximate patterns; returns
+    the commits' metadata."""
+    entries = ctx.approximate
+    names = [e.name for e in entries]
+    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
+            "pattern_versions": ",".join(f"{e.name}={e.version}" for e in entries)}
+    APPROX_MATCHES.replace_day(ctx.lake, day, matches, meta, pattern=names)
+    APPROX_BUNDLES.replace_day(ctx.lake, day, bundles, meta, pattern=names)
+    return meta
 
 
 def _learn(events, entries, domain, histories, train_streams: int) -> dict[str, bytes]:

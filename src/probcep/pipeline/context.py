@@ -40,6 +40,9 @@ class SilverSource(Protocol):
     def version(self) -> int | None:
         """The Delta version of silver read (None when silver is not a Delta table)."""
 
+    def silence(self) -> tuple[float, ...] | None:
+        """What a timestep with no row holds (None: every stream is gap-free)."""
+
 
 @dataclass(frozen=True)
 class DistributionFiles:
@@ -72,6 +75,9 @@ class DistributionFiles:
     def version(self) -> int | None:
         return None
 
+    def silence(self) -> tuple[float, ...] | None:
+        return None
+
 
 @dataclass(frozen=True)
 class LakeSilver:
@@ -92,15 +98,15 @@ class LakeSilver:
         ctx.echo(f"{day}: silver {made.rows} rows over {made.streams} streams (validated)")
 
     def files(self, day: dt.date) -> list[str]:
-        """The day's silver files (the Delta snapshot's files of the day's partition)."""
-        found = SILVER.files(self.settings.lake_root, [("date", "=", day.isoformat())])
-        if not found:
-            raise ProbcepError(f"no silver for {day} in {SILVER.path(self.settings.lake_root)}"
-                               f": run `probcep normalize --date {day}`")
-        return found
+        """The day's silver files (the Delta snapshot's files of the day's partition);
+        none for a day of silence."""
+        return SILVER.files(self.settings.lake_root, [("date", "=", day.isoformat())])
 
     def version(self) -> int | None:
         return SILVER.version(self.settings.lake_root)
+
+    def silence(self) -> tuple[float, ...] | None:
+        return self.settings.silence
 
 
 def new_run_id(step: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -60,9 +61,15 @@ def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
     return GroupDayReport(day, result, found)
 
 
+#: The `stream_id` of a pattern version's "day processed" row in the state table: a quiet
+#: stream saves no state, so a day on which every stream was quiet is known by this row
+#: alone (ingest refuses blank stream ids, so no stream has it).
+PROCESSED = ""
+
+
 def previous_states(ctx: RunContext, day: dt.date) -> pa.Table:
     """For each exact pattern version, the states saved after its latest processed day
-    before `day`."""
+    before `day` (streams absent there were quiet: they start afresh)."""
     rows = STATES.read(ctx.lake, filters=[("batch_date", "<", day)])
     keep = []
     for p in ctx.exact:
@@ -70,7 +77,8 @@ def previous_states(ctx: RunContext, day: dt.date) -> pa.Table:
                                    pc.equal(rows["pattern_version"], p.version)))
         if mine.num_rows:
             last = pc.max(mine["batch_date"])
-            keep.append(mine.filter(pc.equal(mine["batch_date"], last)))
+            keep.append(mine.filter(pc.and_(pc.equal(mine["batch_date"], last),
+                                            pc.not_equal(mine["stream_id"], PROCESSED))))
     return pa.concat_tables(keep) if keep else STATES.schema.empty_table()
 
 
@@ -82,28 +90,44 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
     overrides the saved states to resume from (reruns pass their own).
     """
     patterns = ctx.exact
+    names = [p.name for p in patterns]
     prev = previous_states(ctx, day) if states is None else states
     read = {"silver_version": v} if (v := ctx.source.version()) is not None else {}
-    with staging_folder(GROUPS.path(ctx.lake)) as staging:
-        out = run_grouping(ctx.spark, ctx.source.files(day), prev, patterns, ctx.domain,
-                           staging, final=False)
-    groups, new_states = split_output(out, day, ctx.run_id, ctx.clock)
-    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
-            "pattern_versions": ",".join(f"{p.name}={p.version}" for p in patterns),
-            **read, **(metadata or {})}
-    names = [p.name for p in patterns]
-    wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
-    wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
+    # one run at a time per day and pattern, from staging through both commits
+    with GROUPS.lock(ctx.lake, day, pattern=names), STATES.lock(ctx.lake, day, pattern=names):
+        with staging_folder(GROUPS.path(ctx.lake)) as staging:
+            silence, files = ctx.source.silence(), ctx.source.files(day)
+            out = run_grouping(ctx.spark if files else None, files, prev, patterns, ctx.domain,
+                               staging, final=False,
+                               silence=None if silence is None else np.array(silence),
+                               until=ctx.clock.day_range(day)[1])
+        groups, new_states = split_output(out, day, ctx.run_id, ctx.clock, patterns)
+        meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
+                "pattern_versions": ",".join(f"{p.name}={p.version}" for p in patterns),
+                **read, **(metadata or {})}
+        wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
+        wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
     result = GroupResult(groups=groups.num_rows,
-                         streams=len(set(new_states["stream_id"].to_pylist())),
+                         streams=len((set(new_states["stream_id"].to_pylist())
+                                      | set(groups["stream_id"].to_pylist())) - {PROCESSED}),
                          groups_written=wrote_groups, states_written=wrote_states)
     return result, groups, new_states
 
 
-def split_output(out: pa.Table, day: dt.date, run_id: str, clock: Clock):
-    """The tasks' mixed output as (group rows, state rows) in the catalog's schemas."""
+def split_output(out: pa.Table, day: dt.date, run_id: str, clock: Clock,
+                 patterns: list[RegisteredPattern]):
+    """The tasks' mixed output as (group rows, state rows) in the catalog's schemas, the
+    state rows with one "day processed" row per pattern version."""
     g = out.filter(pc.equal(out["kind"], "group"))
     s = out.filter(pc.equal(out["kind"], "state"))
+    s = pa.concat_tables([s.select(["pattern", "pattern_version", "stream_id", "next_t",
+                                    "state"]).cast(_STATE_OUT),
+                          pa.table({"pattern": [p.name for p in patterns],
+                                    "pattern_version": [p.version for p in patterns],
+                                    "stream_id": [PROCESSED] * len(patterns),
+                                    "next_t": pa.nulls(len(patterns), pa.int64()),
+                                    "state": pa.nulls(len(patterns), pa.binary())},
+                                   schema=_STATE_OUT)])
     n, m = g.num_rows, s.num_rows
     groups = pa.table({
         "pattern": g["pattern"], "pattern_version": g["pattern_version"],
@@ -123,6 +147,11 @@ def split_output(out: pa.Table, day: dt.date, run_id: str, clock: Clock):
         "run_id": pa.array([run_id] * m, pa.string()),
     }).cast(STATES.schema)
     return _ordered(groups), _ordered(states)
+
+
+_STATE_OUT = pa.schema([("pattern", pa.string()), ("pattern_version", pa.string()),
+                        ("stream_id", pa.string()), ("next_t", pa.int64()),
+                        ("state", pa.binary())])
 
 
 def _ordered(table: pa.Table) -> pa.Table:

@@ -26,6 +26,7 @@ from probcep.config.registry import RegisteredPattern
 from probcep.engine import StreamMatcher
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
+from probcep.errors import InputError
 from probcep.lake.stream_ranges import StreamRange, Streams, located, plan_ranges
 
 #: Labels repeat over many rows, so they travel dictionary-encoded.
@@ -47,13 +48,21 @@ BLOCK_ROWS = 1 << 16
 
 
 def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredPattern],
-                  final: bool) -> pa.Table:
-    """All patterns over every stream of `streams` and of `states` (streams without new
-    rows keep their state). One transducer per pattern serves all the streams, so
-    composite states are built once per task, not once per stream; each stream's rows
-    are assembled once for all patterns.
+                  final: bool, silence: np.ndarray | None = None,
+                  until: int | None = None) -> pa.Table:
+    """All patterns over every stream of `streams` and of `states`. One transducer per
+    pattern serves all the streams, so composite states are built once per task, not
+    once per stream; each stream's rows are assembled once for all patterns.
 
+    silence: the distribution of a timestep with no reading (silver keeps only
+        timesteps with readings; the gap policy says what the others hold). Between a
+        stream's runs, and from its last run to `until`, the engine steps over the
+        silence (in O(1) once nothing is open). None: every stream must be gap-free.
+    until: the batch covers timesteps before it: streams with saved state and no rows
+        are advanced through silence to it too.
     final: the batch ends the streams, so every open group is emitted and no state kept.
+        Otherwise a stream's state is kept unless it is the state of a fresh matcher
+        (nothing open, and the silence to come changes nothing).
     Returns rows of the output schema, built column-wise (no Python object per group).
     """
     where = {sid: i for i, sid in enumerate(streams.ids)}
@@ -66,21 +75,40 @@ def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredP
     owner: list[tuple[int, int, int]] = []  # (stream, pattern, groups) per part of `found`
     kept: list[tuple[int, int, int, bytes]] = []  # (stream, pattern, next_t, state)
     for i, sid in enumerate(ids):
-        probs = streams.probs(where[sid]) if sid in where else None
+        runs = streams.runs(where[sid]) if sid in where else []
         for j, entry in enumerate(patterns):
             blob = saved.get((sid, entry.name, entry.version))
             matcher = (StreamMatcher(entry.query, shared[j]) if blob is None
                        else StreamMatcher.from_bytes(entry.query, blob, shared[j]))
-            if probs is not None:
-                found.append(matcher.feed_columns(int(streams.t0[where[sid]]), probs))
-                owner.append((i, j, len(found[-1])))
+            parts = _advance(matcher, runs, silence, until, sid)
             if final:
-                found.append(matcher.finish_columns())
-                owner.append((i, j, len(found[-1])))
-            elif matcher.next_t is not None:
+                parts.append(matcher.finish_columns())
+            elif matcher.next_t is not None and not (silence is not None
+                                                     and matcher.quiet(silence)):
                 kept.append((i, j, matcher.next_t, matcher.to_bytes()))
+            found += parts
+            owner += [(i, j, len(p)) for p in parts]
     return pa.concat_tables([_group_rows(found, owner, ids, patterns),
                              _state_rows(kept, ids, patterns)])
+
+
+def _advance(matcher: StreamMatcher, runs, silence, until, sid: str) -> list[GroupColumns]:
+    """One stream's runs through one matcher, with the silences between them and after
+    the last up to `until`; the groups that became final."""
+    parts = []
+    try:
+        for t, probs in runs:
+            if silence is not None and matcher.next_t is not None and t > matcher.next_t:
+                parts.append(matcher.feed_silence(matcher.next_t, t - matcher.next_t,
+                                                  silence))
+            parts.append(matcher.feed_columns(t, probs))
+        if (silence is not None and until is not None and matcher.next_t is not None
+                and until > matcher.next_t):
+            parts.append(matcher.feed_silence(matcher.next_t, until - matcher.next_t,
+                                              silence))
+    except InputError as exc:
+        raise InputError(f"stream {sid!r}: {exc}") from exc
+    return parts
 
 
 def _labels(kind: int, ids: list[str], patterns, stream: np.ndarray,
@@ -153,15 +181,19 @@ def _unstage(path: str, staging: str) -> pa.Table:
 
 def run_grouping(spark, files: list[str], states: pa.Table,
                  patterns: list[RegisteredPattern], domain, staging: str,
-                 final: bool = False, tasks: int | None = None) -> pa.Table:
+                 final: bool = False, tasks: int | None = None,
+                 silence: np.ndarray | None = None, until: int | None = None) -> pa.Table:
     """Spark: every pattern over every stream of a batch, one task per stream range.
 
-    files: the batch's silver as Parquet files (`stream_id`, `t`, the domain's columns).
+    files: the batch's silver as Parquet files (`stream_id`, `t`, the domain's columns);
+        none (a day of silence): the saved states are advanced on the driver, no Spark.
     states: saved states (SAVED_STATES columns; other pattern versions are ignored).
     staging: an empty folder (path or URI) that the executors and the driver reach; each
         task writes its output there as one Arrow IPC file, which the driver reads back,
         so no result travels through Spark. The caller removes the folder.
     tasks: how many stream ranges (default: Spark's default parallelism).
+    silence, until: timesteps with no reading and how far the batch reaches (see
+        `group_streams`).
     Returns the groups and new states as one table of the output schema.
     """
     domain = tuple(domain)
@@ -170,8 +202,11 @@ def run_grouping(spark, files: list[str], states: pa.Table,
     mine = [(p, v) in versions for p, v in zip(states["pattern"].to_pylist(),
                                                states["pattern_version"].to_pylist())]
     states = states.filter(pa.array(mine, pa.bool_()))
-    ranges = plan_ranges(files, tasks or spark.sparkContext.defaultParallelism) \
-        if files else [(StreamRange(None, None), [])]
+    if not files:
+        return group_streams(Streams.of(pa.table({"stream_id": pa.array([], pa.string()),
+                                                  "t": pa.array([], pa.int64())}), domain),
+                             states, patterns, final, silence, until)
+    ranges = plan_ranges(files, tasks or spark.sparkContext.defaultParallelism)
     plan = [(r.lo, r.hi, paths, _ipc(states.filter(r.expression()))) for r, paths in ranges]
     staging = str(staging) if "://" in str(staging) else str(Path(staging).resolve())
     fs, (folder,) = located([staging])
@@ -180,7 +215,7 @@ def run_grouping(spark, files: list[str], states: pa.Table,
     def run(part):
         for lo, hi, paths, blob in part:
             out = group_streams(Streams.read(paths, domain, StreamRange(lo, hi)),
-                                _unipc(blob), patterns, final)
+                                _unipc(blob), patterns, final, silence, until)
             yield _stage(out, staging)
 
     written = spark.sparkContext.parallelize(plan, len(plan)).mapPartitions(run).collect()

@@ -38,8 +38,11 @@ class IngestReport:
     bronze: int
     quarantined: int
     reasons: dict
+    silent: str = ""  # why the day has no readings, when it has none
 
     def line(self) -> str:
+        if self.silent:
+            return f"{self.silent}: a day of silence"
         why = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items()))
         return (f"{self.day}: {self.rows} readings from {self.files} files -> bronze "
                 f"{self.bronze}, quarantine {self.quarantined}" + (f" ({why})" if why else ""))
@@ -119,7 +122,18 @@ def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
     from probcep.lake.expectations import BRONZE_SUITE, validate
 
     settings, lake = ctx.settings, ctx.lake
-    files = landing_files(settings, day)  # before Spark starts: a missing day fails fast
+    try:
+        files = landing_files(settings, day)  # before Spark starts: a missing day is quick
+    except IngestError as missing:
+        if settings.missing_day == "refuse":
+            raise
+        if day >= dt.datetime.now(dt.UTC).date():  # not over yet: no silence to speak of
+            raise IngestError(f"{missing} (the day has not ended, so it is not taken as a "
+                              f"day of silence)") from None
+        meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": 0}
+        for table in (BRONZE, QUARANTINE):
+            table.clear_day(lake, day, meta)
+        return IngestReport(day, 0, 0, 0, 0, {}, silent=str(missing))
     rows = checked(read_raw(ctx.spark, files, settings.domain), settings.domain) \
         .withColumn("batch_date", F.lit(day).cast("date")) \
         .withColumn("ingest_time", F.current_timestamp()).cache()
@@ -129,10 +143,12 @@ def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
             F.col("score_typed").alias("score"), "batch_date", "source_file", "ingest_time")
         bad = rows.where(F.col("reason").isNotNull()).select(
             *RAW_COLUMNS, "reason", "source_file", "batch_date", "ingest_time")
-        validate(good, BRONZE_SUITE, settings.domain)  # before anything is written
+        validate(good, BRONZE_SUITE, settings.domain,  # before anything is written
+                 day=day.isoformat(), run_id=ctx.run_id)
         reasons = {r["reason"]: r["count"] for r in bad.groupBy("reason").count().collect()}
         meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": len(files)}
-        with staged(good, BRONZE.path(lake)) as good_dir, \
+        with BRONZE.lock(lake, day), QUARANTINE.lock(lake, day), \
+                staged(good, BRONZE.path(lake)) as good_dir, \
                 staged(bad, QUARANTINE.path(lake)) as bad_dir:
             n_good, n_bad = staged_rows(good_dir), staged_rows(bad_dir)
             report = IngestReport(day, len(files), n_good + n_bad, n_good, n_bad, reasons)

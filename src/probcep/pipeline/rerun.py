@@ -13,10 +13,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
+
 from probcep.lake.tables import STATES, same_rows
 from probcep.pipeline.approx_day import approx_day
 from probcep.pipeline.context import RunContext
-from probcep.pipeline.group_day import GroupResult, day_groups, group_exact, previous_states
+from probcep.pipeline.group_day import (
+    PROCESSED,
+    GroupResult,
+    day_groups,
+    group_exact,
+    previous_states,
+)
 from probcep.pipeline.publish_alerts import AlertChanges, publish_alerts
 from probcep.pipeline.run import days_between
 from probcep.pipeline.validate_gold import check_groups
@@ -30,7 +38,8 @@ class RerunDay:
 
 
 def processed_days(ctx: RunContext, since: dt.date) -> list[dt.date]:
-    """Days >= since for which some of the run's exact patterns have saved states."""
+    """Days >= since on which some of the run's exact patterns ran (their states, or
+    their "day processed" rows)."""
     rows = STATES.read(ctx.lake, filters=[("batch_date", ">=", since),
                                           ("pattern", "in", [p.name for p in ctx.exact])])
     return sorted(set(rows["batch_date"].to_pylist()))
@@ -58,7 +67,7 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
                      f"+{done[-1].alerts.added} -{done[-1].alerts.retracted}")
             if day > last and same_rows(new_states, stored):
                 break
-            states = new_states
+            states = new_states.filter(pc.not_equal(new_states["stream_id"], PROCESSED))
     if ctx.approximate:
         for day in fixed:
             approx_day(ctx, day)
