@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from probcep.demo.scoring import score
+from probcep.pipeline.evaluate import score
 
 
 def test_found_missed_and_false_alarms():

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "probcep.cli.plot",
     "probcep.cli.steps",
     "probcep.cli.slice",
+    "probcep.cli.evaluate",
     "probcep.cli.demo",
 )
 

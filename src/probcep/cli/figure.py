@@ -13,8 +13,11 @@ import numpy as np
 
 
 def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, groups,
-                title: str = "") -> Path:
-    """Write a PNG; `groups` are objects or dicts with t_start, t_first, t_end, probability."""
+                title: str = "", episodes=(), start=None, step=None) -> Path:
+    """Write a PNG; `groups` are objects or dicts with t_start, t_first, t_end, probability
+    (and `alerted`: drawn with a thick red outline). `episodes` are (t_start, t_end) of
+    true episodes, shaded in both panels. With `start` (the time of times[0]) and `step`
+    the time axis is labelled with clock times, not timesteps."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -27,6 +30,9 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
     top.set_ylabel("P(symbol)")
     top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     top.set_title(title)
+    for a, b in episodes:
+        for ax in (top, bottom):
+            ax.axvspan(a - 0.5, b + 0.5, color="tab:green", alpha=0.15, linewidth=0)
     lane_ends: list[float] = []  # greedy lanes so that no two bars overlap
     for g in sorted(_as_dicts(groups), key=lambda g: g["t_start"]):
         y = next((i for i, end in enumerate(lane_ends) if end < g["t_start"]), len(lane_ends))
@@ -35,17 +41,26 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
         else:
             lane_ends[y] = g["t_end"]
         p = g["probability"]
+        alerted = bool(g.get("alerted"))
         bottom.barh(y, g["t_end"] - g["t_start"] + 1, left=g["t_start"] - 0.5, height=0.7,
-                    color=plt.cm.viridis(p), edgecolor="black", linewidth=0.4)
+                    color=plt.cm.viridis(p), edgecolor="red" if alerted else "black",
+                    linewidth=1.8 if alerted else 0.4)
         if g.get("t_first") is not None:
             bottom.plot([g["t_first"]], [y], marker="|", color="red", markersize=12)
         bottom.text(g["t_start"] - 0.5, y, f" {p:.2f}", va="center", fontsize="x-small",
                     color="white" if p < 0.6 else "black")
     bottom.set_yticks([])
     bottom.invert_yaxis()
-    bottom.set_ylabel("groups (P)")
+    bottom.set_ylabel("groups (P; red: alert)" + ("; green: true" if len(episodes) else ""))
     bottom.set_xlabel("t")
     if len(times):
+        bottom.set_xlim(times[0] - 0.5, times[-1] + 0.5)
+    if start is not None and step is not None and len(times):
+        ticks = bottom.get_xticks()
+        bottom.set_xticks(ticks)
+        bottom.set_xticklabels([(start + (t - times[0]) * step).strftime("%m-%d %H:%M:%S")
+                                for t in ticks], fontsize="x-small")
+        bottom.set_xlabel("time (UTC)")
         bottom.set_xlim(times[0] - 0.5, times[-1] + 0.5)
     fig.tight_layout()
     path = Path(path)

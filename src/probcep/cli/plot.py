@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -12,22 +13,44 @@ from probcep.engine import Query, StreamMatcher
 from probcep.errors import ProbcepError
 
 
+def when(text: str) -> int | dt.datetime:
+    """A time argument: a timestep (an integer) or an ISO timestamp (UTC unless it says
+    otherwise)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a timestep nor an ISO timestamp") from None
+
+
 def register(sub) -> None:
     p = sub.add_parser("plot", help="draw one stream's distributions and its groups as a PNG",
                        description="Draw one stream with its groups: from the lake (silver "
                                    "and gold/groups of the registered pattern NAME, with "
-                                   "--lake), or by running PATTERN over a stream file INPUT "
-                                   "(the format of `probcep group`).")
+                                   "--lake; alerts outlined), or by running PATTERN over a "
+                                   "stream file INPUT (the format of `probcep group`).")
     p.add_argument("input", metavar="INPUT", type=Path, nargs="?")
     p.add_argument("--lake", type=Path, help="read silver and gold from this lake instead")
+    p.add_argument("--settings", type=Path,
+                   help="with --lake: settings for the clock and the gap policy (default: "
+                        "$PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
     p.add_argument("--stream", required=True, help="stream_id to draw")
     p.add_argument("--pattern", required=True,
                    help="a pattern (with INPUT) or a registered pattern's name (with --lake)")
     p.add_argument("--policy", choices=("single", "complete"), default="complete")
     p.add_argument("--threshold", type=float, default=0.0, metavar="θ")
     p.add_argument("--window", type=int, default=None, metavar="W")
-    p.add_argument("--from", dest="t_from", type=int, help="first t to draw")
-    p.add_argument("--to", dest="t_to", type=int, help="last t to draw")
+    p.add_argument("--from", dest="t_from", type=when, metavar="WHEN",
+                   help="first time to draw: a timestamp (with --lake) or a timestep")
+    p.add_argument("--to", dest="t_to", type=when, metavar="WHEN",
+                   help="last time to draw: a timestamp (with --lake) or a timestep")
+    p.add_argument("--episodes", type=Path, metavar="FILE",
+                   help="with --lake: shade the stream's true episodes of the pattern "
+                        "(the file `probcep evaluate` reads)")
     p.add_argument("-o", "--output", type=Path, default=Path("probcep-plot.png"))
     p.set_defaults(handler=run)
 
@@ -39,35 +62,69 @@ def run(args: argparse.Namespace) -> int:
 
 
 def from_lake(args: argparse.Namespace) -> int:
-    """Silver rows and stored groups of one stream and pattern, from the lake's tables."""
-    from probcep.cli.figure import plot_stream
-    from probcep.lake.tables import GROUPS, SILVER, SILVER_KEYS
+    """Silver (silent timesteps filled by the gap policy), the stored groups of one
+    stream and pattern, its alerts, and, if given, its true episodes."""
+    import dataclasses
 
-    lo = args.t_from if args.t_from is not None else -(2 ** 62)
-    hi = args.t_to if args.t_to is not None else 2 ** 62
+    from probcep.cli.figure import plot_stream
+    from probcep.config.settings import load_settings
+    from probcep.lake.slices import with_silence
+    from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS
+    from probcep.pipeline.evaluate import read_episodes
+
+    settings = dataclasses.replace(load_settings(args.settings), lake_root=args.lake)
+    clock = settings.clock
+
+    def step(value, default):
+        if value is None:
+            return default
+        return value if isinstance(value, int) else clock.timestep(value)
+
     if not SILVER.exists(args.lake):
         raise ProbcepError(f"{SILVER.path(args.lake)}: no silver table here")
-    silver = SILVER.read(args.lake, [("stream_id", "=", args.stream), ("t", ">=", lo),
-                                     ("t", "<=", hi)])
-    if not silver.num_rows:
-        raise ProbcepError(f"{SILVER.path(args.lake)}: no silver rows for stream {args.stream!r} "
-                         f"in t={args.t_from}..{args.t_to}")
-    silver = silver.to_pandas().sort_values("t")
-    domain = [c for c in silver.columns if c not in SILVER_KEYS]
-    groups = GROUPS.read(args.lake, [("pattern", "=", args.pattern),
-                                     ("stream_id", "=", args.stream),
-                                     ("t_end", ">=", int(silver.t.iloc[0])),
-                                     ("t_start", "<=", int(silver.t.iloc[-1]))]).to_pylist()
-    title = f"{args.stream}: {args.pattern} (from {args.lake}) — {len(groups)} groups"
-    out = plot_stream(args.output, silver.t.to_numpy(), silver[domain].to_numpy(), domain,
-                      groups, title)
-    print(f"wrote {out} ({len(groups)} groups in t={silver.t.iloc[0]}..{silver.t.iloc[-1]})")
+    ours = [("stream_id", "=", args.stream)]
+    known = SILVER.read(args.lake, ours).to_pandas().sort_values("t")
+    if not len(known):
+        raise ProbcepError(f"{SILVER.path(args.lake)}: no silver rows for stream "
+                           f"{args.stream!r}")
+    lo = step(args.t_from, int(known.t.iloc[0]))
+    hi = step(args.t_to, int(known.t.iloc[-1]))
+    if hi < lo:
+        raise ProbcepError(f"--to {args.t_to} is before --from {args.t_from}")
+    domain = [c for c in known.columns if c not in SILVER_KEYS]
+    probs = with_silence(known.t.to_numpy(), known[domain].to_numpy(), lo, hi,
+                         settings.silence)
+    mine = [("pattern", "=", args.pattern), *ours, ("t_end", ">=", lo), ("t_start", "<=", hi)]
+    groups = GROUPS.read(args.lake, mine).to_pylist()
+    alerted = {(a["t_start"], a["t_first"], a["t_end"])
+               for a in ALERTS.read(args.lake, mine).to_pylist()}
+    for g in groups:
+        g["alerted"] = (g["t_start"], g["t_first"], g["t_end"]) in alerted
+    spans = []
+    if args.episodes:
+        truth = read_episodes(args.episodes, clock)
+        truth = truth[(truth.stream_id == args.stream) & (truth.pattern == args.pattern)]
+        spans = [(int(a), int(b)) for a, b in zip(truth.t_start, truth.t_end)
+                 if b >= lo and a <= hi]
+    title = (f"{args.stream}: {args.pattern} (from {args.lake}) — {len(groups)} groups, "
+             f"{len(alerted)} alerts" + (f", {len(spans)} true episodes" if args.episodes
+                                         else ""))
+    start = clock.epoch + lo * clock.step
+    out = plot_stream(args.output, np.arange(lo, hi + 1), probs, domain, groups, title,
+                      episodes=spans, start=start, step=clock.step)
+    print(f"wrote {out} ({len(groups)} groups, {len(alerted)} alerts in t={lo}..{hi}, "
+          f"{start:%Y-%m-%d %H:%M:%S} onwards)")
     return 0
 
 
 def from_file(args: argparse.Namespace) -> int:
     from probcep.cli.figure import plot_stream
 
+    if args.episodes:
+        raise ProbcepError("--episodes needs --lake (episodes are timestamps)")
+    for value in (args.t_from, args.t_to):
+        if isinstance(value, dt.datetime):
+            raise ProbcepError(f"{value}: a stream file has no clock; give a timestep")
     domain, blocks = read_blocks(args.input)
     block = next((b for b in blocks if b.stream_id == args.stream), None)
     if block is None:

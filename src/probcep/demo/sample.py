@@ -48,6 +48,23 @@ def _walks(rng, n: int, streams: int):
     return truths, pd.DataFrame(episodes, columns=["stream_id", "t_start", "t_end"])
 
 
+#: The registry entry the sample's true visits are true cases of.
+VISIT_PATTERN = "room_visit"
+
+
+def episodes_file(episodes: pd.DataFrame, path: Path) -> Path:
+    """The visits as a true-episodes file (stream_id, start, end, pattern; timestamps),
+    the format `probcep evaluate` reads."""
+    def stamp(t):
+        return (pd.Timestamp(EPOCH) + pd.to_timedelta(t * STEP.total_seconds(), "s")) \
+            .dt.strftime("%Y-%m-%dT%H:%M:%S")
+
+    pd.DataFrame({"stream_id": episodes.stream_id, "start": stamp(episodes.t_start),
+                  "end": stamp(episodes.t_end), "pattern": VISIT_PATTERN}).to_csv(
+        path, index=False)
+    return path
+
+
 def generate_sample(out: Path, days: int = 3, streams: int = 4, seed: int = 2015) -> Sample:
     """Write `days` daily Parquet files of distributions (t = 0 at EPOCH) and a CSV of
     true visits."""
@@ -65,8 +82,7 @@ def generate_sample(out: Path, days: int = 3, streams: int = 4, seed: int = 2015
         part = data[(data.t >= d * per_day) & (data.t < (d + 1) * per_day)]
         files[day] = out / f"distributions-{day.isoformat()}.parquet"
         part.to_parquet(files[day], index=False, coerce_timestamps="us")
-    truth_path = out / "episodes.csv"
-    episodes.to_csv(truth_path, index=False)
+    truth_path = episodes_file(episodes, out / "episodes.csv")
     return Sample(out, sorted(files), truth_path)
 
 
@@ -108,7 +124,7 @@ def generate_landing(out: Path, days: int = 3, streams: int = 4, sensors: int = 
         folder = out / day.isoformat()
         folder.mkdir(parents=True, exist_ok=True)
         part.to_csv(folder / "readings.csv", index=False)
-    episodes.to_csv(out / "episodes.csv", index=False)
+    episodes_file(episodes, out / "episodes.csv")
     return out
 
 

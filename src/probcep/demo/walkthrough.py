@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pandas as pd
-
-#: The registry entry the sample's ground truth (room visits) is scored against.
-VISIT_PATTERN = "room_visit"
+from probcep.demo.sample import VISIT_PATTERN
 
 
 def run_demo(ctx):
     """Every day of the landing folder through the whole pipeline; score the visits.
 
     Returns the room-visit scorecard (None when the run has no `room_visit`)."""
-    from probcep.demo.scoring import score
     from probcep.errors import ProbcepError
     from probcep.lake.tables import ALERTS, CATALOG, GROUPS
+    from probcep.pipeline.evaluate import evaluate, read_episodes
     from probcep.pipeline.run import run_days
     from probcep.pipeline.validate_gold import check_groups
 
@@ -42,11 +39,9 @@ def run_demo(ctx):
     card = None
     truth = ctx.settings.landing_dir / "episodes.csv"
     if VISIT_PATTERN in [p.name for p in ctx.exact] and truth.exists():
-        episodes = pd.read_csv(truth)  # the sample's truth: room visits
-        end_t = ctx.clock.day_range(days[-1])[1]
-        episodes = episodes[episodes.t_end < end_t]
-        card = score(episodes, groups[groups.pattern == VISIT_PATTERN],
-                     alerts[alerts.pattern == VISIT_PATTERN])
+        episodes = read_episodes(truth, ctx.clock)  # the sample's truth: room visits
+        episodes = episodes[episodes.t_end < ctx.clock.day_range(days[-1])[1]]
+        card = evaluate(episodes, groups, alerts, [VISIT_PATTERN])[1][VISIT_PATTERN]
         echo(f"\n{VISIT_PATTERN} against the true visits: {card.summary()}")
         echo("true visit -> most probable group overlapping it (as in the grouping paper's "
              "real-data table):")

@@ -1,15 +1,33 @@
-"""Groups against ground truth, as in the grouping paper's real-data table.
+"""`evaluate`: a run's groups and alerts against true episodes, as in the grouping paper's
+real-data table.
 
-For every true episode: the group that contains it (the most probable one overlapping
-it), that group's probability and its largest match probability, and whether it raised
-an alert. Alerts that overlap no episode are false alarms.
+Matching rules. An episode is a stream, a time interval and the registered pattern it
+is a true case of. At a probability threshold P (or, by default, at each pattern's
+alert threshold, that is against `gold/alerts`):
+- an episode is *found* when some group of its pattern on its stream with probability
+  >= P overlaps it (shares at least one timestep), and *missed* otherwise;
+- a group with probability >= P that overlaps no episode of its pattern on its stream is
+  a *false alarm* (several groups over one occurrence that is not true count once each);
+- every episode also reports its *best group*: the most probable group of its pattern
+  on its stream overlapping it, whatever its probability.
+Episode times are timestamps (UTC), turned into timesteps with the settings' clock:
+the episode covers the timesteps from the one holding `start` to the one holding `end`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
+
+from probcep.config.clock import Clock
+from probcep.errors import InputError
+
+#: The thresholds of a sweep.
+SWEEP = tuple(float(x) for x in np.round(np.arange(0.05, 1.0, 0.05), 2))
+EPISODE_COLUMNS = ("stream_id", "start", "end", "pattern")
 
 
 @dataclass(frozen=True)
@@ -31,17 +49,19 @@ class Scorecard:
 
 
 def score(episodes: pd.DataFrame, groups: pd.DataFrame, alerts: pd.DataFrame) -> Scorecard:
-    """episodes: stream_id, t_start, t_end. groups and alerts: stream_id, t_start, t_end,
-    probability, max_match_probability (alerts are groups that reached their threshold)."""
+    """One pattern's episodes (stream_id, t_start, t_end) against its groups and alerts
+    (stream_id, t_start, t_end, probability, max_match_probability; alerts are the
+    groups that count as raised)."""
     rows = []
     for ep in episodes.itertuples(index=False):
         best = _best_overlap(groups, ep)
         alert = _best_overlap(alerts, ep)
         rows.append({
-            "stream_id": ep.stream_id, "episode": (ep.t_start, ep.t_end),
-            "group": None if best is None else (best.t_start, best.t_end),
-            "probability": None if best is None else best.probability,
-            "max_match_probability": None if best is None else best.max_match_probability,
+            "stream_id": ep.stream_id, "episode": (int(ep.t_start), int(ep.t_end)),
+            "group": None if best is None else (int(best.t_start), int(best.t_end)),
+            "probability": None if best is None else float(best.probability),
+            "max_match_probability": None if best is None else
+            float(best.max_match_probability),
             "alerted": alert is not None,
         })
     table = pd.DataFrame(rows, columns=["stream_id", "episode", "group", "probability",
@@ -65,3 +85,93 @@ def _overlaps_any(episodes: pd.DataFrame, group) -> bool:
     mine = episodes[(episodes.stream_id == group.stream_id)
                     & (episodes.t_start <= group.t_end) & (episodes.t_end >= group.t_start)]
     return bool(len(mine))
+
+
+def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
+    """A true-episodes CSV (stream_id, start, end, pattern; ISO timestamps, UTC unless
+    they say otherwise) as stream_id, t_start, t_end, pattern."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot read the episodes file: {exc}") from exc
+    missing = [c for c in EPISODE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(missing)} "
+                         f"(expected {', '.join(EPISODE_COLUMNS)})")
+    times = {}
+    for column in ("start", "end"):
+        stamps = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
+        if stamps.isna().any():
+            row = int(np.flatnonzero(stamps.isna().to_numpy())[0])
+            raise InputError(f"{path}: row {row + 2}: {column} {frame[column].iloc[row]!r} "
+                             f"is not a timestamp")
+        times[column] = [clock.timestep(s.to_pydatetime()) for s in stamps]
+    out = pd.DataFrame({"stream_id": frame["stream_id"], "t_start": times["start"],
+                        "t_end": times["end"], "pattern": frame["pattern"]})
+    backwards = out.t_end < out.t_start
+    if backwards.any():
+        row = int(np.flatnonzero(backwards.to_numpy())[0])
+        raise InputError(f"{path}: row {row + 2}: end is before start")
+    return out
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One pattern at one threshold (None: its alert threshold, as published)."""
+
+    pattern: str
+    threshold: float | None
+    true: int
+    found: int
+    missed: int
+    false_alarms: int
+
+    def as_dict(self) -> dict:
+        return {"pattern": self.pattern, "threshold": self.threshold, "true": self.true,
+                "found": self.found, "missed": self.missed,
+                "false_alarms": self.false_alarms}
+
+
+def evaluate(episodes: pd.DataFrame, groups: pd.DataFrame, alerts: pd.DataFrame,
+             patterns: list[str], thresholds=(None,)) -> tuple[list[Evaluation],
+                                                                 dict[str, Scorecard]]:
+    """Each pattern at each threshold (None: against the published alerts), and each
+    pattern's scorecard at the first threshold (its per-episode best groups)."""
+    rows, cards = [], {}
+    for name in patterns:
+        truth = episodes[episodes.pattern == name]
+        mine = groups[groups.pattern == name]
+        for threshold in thresholds:
+            raised = alerts[alerts.pattern == name] if threshold is None else \
+                mine[mine.probability >= threshold]
+            card = score(truth, mine, raised)
+            cards.setdefault(name, card)
+            rows.append(Evaluation(name, threshold, len(truth), card.found, card.missed,
+                                   len(card.false_alarms)))
+    return rows, cards
+
+
+def plot_sweep(path: Path, rows: list[Evaluation]) -> Path:
+    """Found and false alarms against the threshold, one pair of lines per pattern."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name in dict.fromkeys(r.pattern for r in rows):
+        mine = [r for r in rows if r.pattern == name and r.threshold is not None]
+        x = [r.threshold for r in mine]
+        line, = ax.plot(x, [r.found for r in mine], marker="o", label=f"{name}: found")
+        ax.plot(x, [r.false_alarms for r in mine], marker="x", linestyle="--",
+                color=line.get_color(), label=f"{name}: false alarms")
+        if mine:
+            ax.axhline(mine[0].true, color=line.get_color(), linewidth=0.6, alpha=0.5)
+    ax.set_xlabel("probability threshold")
+    ax.set_ylabel("episodes / groups")
+    ax.set_title("found (thin lines: true episodes) and false alarms by threshold")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

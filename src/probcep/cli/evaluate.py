@@ -1,0 +1,76 @@
+"""`probcep evaluate`: a lake's alerts (or groups at any threshold) against true episodes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "evaluate", help="score alerts or groups against a file of true episodes",
+        description="Compare the lake's alerts (default) or its groups at a probability "
+                    "threshold with true episodes (CSV: stream_id, start, end, pattern; "
+                    "timestamps): found, missed and false alarms per pattern, and each "
+                    "episode's best group. Matching rules: docs/pipeline.md.")
+    p.add_argument("--episodes", type=Path, required=True, metavar="FILE")
+    p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
+    p.add_argument("--settings", type=Path,
+                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
+    p.add_argument("--registry", type=Path, help="patterns registry (default: the settings')")
+    p.add_argument("--pattern", action="append", metavar="NAME",
+                   help="only this registered pattern (repeatable; default: every "
+                        "registered exact pattern the episodes name)")
+    at = p.add_mutually_exclusive_group()
+    at.add_argument("--threshold", type=float, metavar="P",
+                    help="groups with probability >= P count as raised (default: the "
+                         "published alerts, at each pattern's alert threshold)")
+    at.add_argument("--sweep", action="store_true",
+                    help="every threshold from 0.05 to 0.95 by 0.05")
+    p.add_argument("--plot", type=Path, metavar="PNG",
+                   help="with --sweep: draw found and false alarms by threshold")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object per pattern and threshold instead")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from probcep.errors import ProbcepError
+    from probcep.lake.tables import ALERTS, GROUPS
+    from probcep.pipeline.context import RunContext
+    from probcep.pipeline.evaluate import SWEEP, evaluate, plot_sweep, read_episodes
+
+    ctx = RunContext.open("evaluate", settings=args.settings, lake=args.lake,
+                          registry=args.registry, patterns=args.pattern)
+    episodes = read_episodes(args.episodes, ctx.clock)
+    names = [p.name for p in ctx.exact
+             if args.pattern or p.name in set(episodes.pattern)]
+    if not names:
+        raise ProbcepError(f"{args.episodes}: names no registered exact pattern "
+                           f"({', '.join(sorted(set(episodes.pattern)))})")
+    if args.plot and not args.sweep:
+        raise ProbcepError("--plot draws a sweep: give --sweep too")
+    filters = [("pattern", "in", names)]
+    groups = GROUPS.read(ctx.lake, filters).to_pandas()
+    alerts = ALERTS.read(ctx.lake, filters).to_pandas()
+    thresholds = SWEEP if args.sweep else (args.threshold,)
+    rows, cards = evaluate(episodes, groups, alerts, names, thresholds)
+    if args.json:
+        for row in rows:
+            print(json.dumps(row.as_dict()))
+        return 0
+    table = pd.DataFrame([r.as_dict() for r in rows])
+    table["threshold"] = table["threshold"].map(
+        lambda x: "alerts" if x is None or pd.isna(x) else f"{x:.2f}")
+    print(table.to_string(index=False))
+    if not args.sweep:
+        for name, card in cards.items():
+            print(f"\n{name}: {card.summary()}; best group per episode:")
+            print(card.episodes.to_string(index=False))
+    if args.plot:
+        print(f"wrote {plot_sweep(args.plot, rows)}", file=sys.stderr)
+    return 0

@@ -1,0 +1,86 @@
+"""`probcep evaluate`: found, missed and false alarms per pattern against a true-episodes
+file, at the alerts, at a threshold and over a sweep; plain numbers in every output."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pyarrow as pa
+import pytest
+
+from probcep.cli import main
+from probcep.lake.tables import ALERTS, GROUPS
+
+DAY = dt.date(2026, 1, 1)
+#: (pattern, stream, t_start, t_end, probability); the packaged clock: minutes from
+#: 2026-01-01T00:00.
+GROUP_ROWS = [("room_visit", "a", 10, 20, 0.9), ("room_visit", "a", 50, 60, 0.4),
+              ("room_visit", "b", 5, 9, 0.7), ("room_visit", "c", 100, 110, 0.95),
+              ("hallway_pass", "a", 30, 32, 0.99)]
+EPISODES = """stream_id,start,end,pattern
+a,2026-01-01T00:12:00,2026-01-01T00:18:00,room_visit
+a,2026-01-01T00:52:30,2026-01-01T00:58:00,room_visit
+b,2026-01-01T02:00:00,2026-01-01T02:10:00,room_visit
+a,2026-01-01T00:31:00,2026-01-01T00:31:00,hallway_pass
+"""
+
+
+@pytest.fixture
+def lake(tmp_path):
+    n = len(GROUP_ROWS)
+    ts = pa.array([None] * n, pa.timestamp("us", tz="UTC"))
+    rows = pa.table({
+        "pattern": [r[0] for r in GROUP_ROWS], "pattern_version": ["v"] * n,
+        "stream_id": [r[1] for r in GROUP_ROWS], "t_start": [r[2] for r in GROUP_ROWS],
+        "t_first": pa.nulls(n, pa.int64()), "t_end": [r[3] for r in GROUP_ROWS],
+        "ts_start": ts, "ts_first": ts, "ts_end": ts,
+        "probability": [r[4] for r in GROUP_ROWS], "n_matches": [1] * n,
+        "max_match_probability": [0.1] * n, "batch_date": pa.array([DAY] * n, pa.date32()),
+        "run_id": ["r"] * n}).cast(GROUPS.schema)
+    GROUPS.replace_day(tmp_path / "lake", DAY, rows, {"run_id": "r"}, pattern=["room_visit",
+                                                                                "hallway_pass"])
+    alerts = rows.filter(pa.compute.greater_equal(rows["probability"], 0.5))
+    alerts = alerts.append_column("alert_threshold", pa.array([0.5] * alerts.num_rows))
+    ALERTS.replace_day(tmp_path / "lake", DAY, alerts.cast(ALERTS.schema), {"run_id": "r"},
+                       pattern=["room_visit", "hallway_pass"])
+    (tmp_path / "episodes.csv").write_text(EPISODES)
+    return tmp_path
+
+
+def run(lake, capsys, *extra):
+    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
+                 str(lake / "lake"), *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_alerts_against_the_episodes(lake, capsys):
+    out = [json.loads(line) for line in run(lake, capsys, "--json").splitlines()]
+    assert out == [
+        {"pattern": "room_visit", "threshold": None, "true": 3, "found": 1, "missed": 2,
+         "false_alarms": 2},  # b's alert misses b's later episode; c has none
+        {"pattern": "hallway_pass", "threshold": None, "true": 1, "found": 1, "missed": 0,
+         "false_alarms": 0}]
+    text = run(lake, capsys)
+    assert "np." not in text and "room_visit: 3 true episodes: 1 alerted, 2 missed" in text
+    assert "(50, 60)" in text  # the best group of the second episode, below the threshold
+
+
+def test_a_threshold_and_a_sweep(lake, capsys, tmp_path):
+    low = json.loads(run(lake, capsys, "--json", "--threshold", "0.3",
+                         "--pattern", "room_visit"))
+    assert (low["found"], low["missed"], low["false_alarms"]) == (2, 1, 2)
+    png = tmp_path / "sweep.png"
+    rows = [json.loads(x) for x in run(lake, capsys, "--json", "--sweep").splitlines()]
+    assert len(rows) == 2 * 19 and {r["threshold"] for r in rows} >= {0.05, 0.5, 0.95}
+    top = next(r for r in rows if r["pattern"] == "room_visit" and r["threshold"] == 0.95)
+    assert (top["found"], top["false_alarms"]) == (0, 1)
+    run(lake, capsys, "--sweep", "--plot", str(png))
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bad_episodes_name_the_row(lake, capsys):
+    (lake / "episodes.csv").write_text("stream_id,start,end,pattern\na,yesterday,x,room_visit\n")
+    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
+                 str(lake / "lake")]) == 2
+    assert "row 2: start 'yesterday' is not a timestamp" in capsys.readouterr().err
