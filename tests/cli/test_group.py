@@ -169,6 +169,15 @@ def test_non_integer_t(tmp_path, capsys):
     assert code == 2 and "t=1.5 is not an integer" in err
 
 
+def test_t_beyond_int64_is_refused_not_wrapped(tmp_path, capsys):
+    path = tmp_path / "huge.csv"
+    text = FIG1.to_csv(index=False).replace("\ns1,6,", "\ns1,99999999999999999999,", 1)
+    path.write_text(text)
+    code, rows, err = group(capsys, path, *options("single", 0, None))
+    assert code == 2 and rows == []
+    assert "t=" in err and "outside the 64-bit integer range" in err
+
+
 @pytest.mark.parametrize("pattern,message,position", [
     ("a b+ x", "unknown symbol 'x' (domain: a, b, c)", 5),
     ("a (b | c", "missing ')'", 2),

@@ -66,6 +66,12 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
                          f"t={_plain(frame['t'].iloc[i])!r} is not an integer")
+    huge = t.astype(np.float64).abs() >= 2.0 ** 63  # would wrap around in int64
+    if huge.any():
+        i = int(np.flatnonzero(huge.to_numpy())[0])
+        raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
+                         f"t={_plain(frame['t'].iloc[i])!r} is outside the 64-bit integer "
+                         f"range")
     frame = frame.assign(t=t.astype(np.int64)).sort_values(["stream_id", "t"], kind="stable")
     probs = _probabilities(frame, domain, source)
     streams = frame["stream_id"].to_numpy()
