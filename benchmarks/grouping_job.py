@@ -44,13 +44,13 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_throughput import DOMAIN, PATTERN, synthetic_stream  # noqa: E402
+
 from probcep.config.registry import parse_entry  # noqa: E402
+from probcep.engine import StreamMatcher  # noqa: E402
+from probcep.lake.delta import writer_properties  # noqa: E402
 from probcep.lake.spark import spark_session  # noqa: E402
 from probcep.lake.stream_ranges import StreamRange, Streams  # noqa: E402
 from probcep.pipeline.group_tasks import SAVED_STATES, group_streams, run_grouping  # noqa: E402
-
-from probcep.engine import StreamMatcher  # noqa: E402
-from probcep.lake.delta import writer_properties  # noqa: E402
 
 PASSES = ("first", "warm")
 

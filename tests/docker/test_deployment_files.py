@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from probcep.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

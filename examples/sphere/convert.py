@@ -1,0 +1,385 @@
+"""Convert SPHERE Challenge sequences into probcep landing files and true episodes.
+
+    python examples/sphere/convert.py RAW_DIR OUT_DIR [--start-date 2026-05-01]
+
+RAW_DIR holds sequence folders (00001/, 00002/, ...) of the SPHERE Challenge 2016 release
+(N. Twomey et al., arXiv:1603.00797). OUT_DIR receives
+
+- landing/<YYYY-MM-DD>/seq-NNNNN.csv: long-layout readings (stream_id, sensor_id, ts,
+  symbol, score) at one-second resolution, one sequence per calendar day, and
+- episodes.csv: stream_id, start, end, pattern: the true occurrences of the patterns of
+  patterns.yaml beside this file, read off the annotated room stays (location_0.csv).
+
+Per second, the readings of a sequence are: the wearable's posterior over the rooms
+(sensor_model.py, trained leave-one-sequence-out), a reading for each PIR that is on, a
+reading for each camera that detects a person, and a faint uniform background. The
+pipeline sums them per room and normalizes (aggregation: sum); the weights below set the
+mix. See README.md beside this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sensor_model
+
+# --- the mix of evidence per second (scores before the pipeline normalizes) ----------
+WEARABLE_WEIGHT = 1.0  # the wearable's posterior sums to this over the rooms
+PIR_WEIGHT = 0.5  # per PIR on in that second; PIRs lag and fire in neighbouring rooms
+CAMERA_WEIGHT = 1.0  # per camera with a detection; kitchen/living cameras are near-exact
+BACKGROUND_WEIGHT = 0.01  # spread evenly over the rooms in every second of the recording
+
+# --- time ------------------------------------------------------------------------------
+DEFAULT_START_DATE = "2026-05-01"  # sequence 00001's day; sequence NNNNN lands NNNNN-1 later
+DAY_START = dt.time(10, 0, 0)  # second 0 of a sequence is this time (UTC) of its day
+
+# --- truth -----------------------------------------------------------------------------
+# pattern name -> (entering room, visited room, leaving room): the registry's `A B+ C`.
+EPISODE_RULES = {
+    "toilet_visit": ("stairs", "toilet", "stairs"),
+    "kitchen_visit": ("hall", "kitchen", "hall"),
+    "bed1_visit": ("stairs", "bed1", "stairs"),
+    "bed2_visit": ("stairs", "bed2", "stairs"),
+    "bath_visit": ("stairs", "bath", "stairs"),
+}
+MAX_LABEL_GAP_SECONDS = 2.0  # stays further apart than this do not follow one another
+
+# --- the release's metadata, used when its JSON files are not found --------------------
+DEFAULT_ROOMS = ("bath", "bed1", "bed2", "hall", "kitchen", "living", "stairs", "study",
+                 "toilet")
+DEFAULT_APS = ("Kitchen_AP", "Lounge_AP", "Upstairs_AP", "Study_AP")
+DEFAULT_CAMERAS = ("hallway", "kitchen", "living_room")
+CAMERA_ROOMS = {"hallway": "hall", "living_room": "living"}  # else the camera's own name
+REQUIRED_FILES = ("meta.json", "acceleration.csv", "pir.csv")
+
+READING_COLUMNS = ["stream_id", "sensor_id", "ts", "symbol", "score"]
+EPISODE_COLUMNS = ["stream_id", "start", "end", "pattern"]
+
+
+def warn(message: str) -> None:
+    """Problems with one folder are reported and skipped, never fatal for the others."""
+    print(f"convert.py: warning: {message}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class House:
+    """The release's metadata: rooms (the domain), access points, PIR and camera rooms."""
+
+    rooms: tuple[str, ...]
+    aps: tuple[str, ...]
+    pir_rooms: tuple[str, ...]  # pir.csv's `index` -> room
+    cameras: dict[str, str]  # video_<name>.csv -> room
+
+    @classmethod
+    def load(cls, folder: Path | None) -> House:
+        """Read rooms.json etc. from `folder`; fall back to the 2016 release's lists."""
+        def read(name, default):
+            path = folder / name if folder else None
+            return tuple(json.loads(path.read_text())) if path and path.is_file() else default
+
+        if folder is None:
+            warn("no rooms.json found beside the sequences: using the 2016 release's lists")
+        rooms = read("rooms.json", DEFAULT_ROOMS)
+        cameras = {}
+        for name in read("video_locations.json", DEFAULT_CAMERAS):
+            room = CAMERA_ROOMS.get(name, name)
+            if room in rooms:
+                cameras[name] = room
+            else:
+                warn(f"camera {name!r} sees no room of rooms.json: ignored")
+        return cls(rooms, read("access_point_names.json", DEFAULT_APS),
+                   read("pir_locations.json", rooms), cameras)
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One sequence folder, times in seconds since its start."""
+
+    name: str
+    n_seconds: int  # seconds 0 .. n_seconds-1 are inside the recording
+    packets: pd.DataFrame  # t and one RSSI column per AP (NaN: not heard)
+    pir: pd.DataFrame  # start, end, index
+    video: dict[str, np.ndarray]  # camera -> times of frames with a detection
+    stays: pd.DataFrame | None  # location_0.csv: start, end, name
+    stays_1: pd.DataFrame | None  # location_1.csv, when a second annotator labelled it
+
+    @property
+    def stream_id(self) -> str:
+        return f"seq-{self.name}"
+
+    def labels(self) -> np.ndarray | None:
+        """Each packet's room for training: where location_0 and location_1 agree (the
+        seconds around a room change, where annotators differ, teach nothing sure); with
+        one annotator, location_0 alone. None for an unlabelled sequence."""
+        if self.stays is None:
+            return None
+        t = self.packets["t"].to_numpy()
+        room = room_at(self.stays, t)
+        if self.stays_1 is not None:
+            room = np.where(room == room_at(self.stays_1, t), room, None)
+        return room
+
+
+def load_recording(folder: Path, house: House) -> Recording | None:
+    """Read a sequence folder, or warn and return None when it lacks a needed file."""
+    missing = [f for f in REQUIRED_FILES if not (folder / f).is_file()]
+    missing += [f"video_{c}.csv" for c in house.cameras
+                if not (folder / f"video_{c}.csv").is_file()]
+    if missing:
+        warn(f"{folder}: skipped, missing {', '.join(missing)}")
+        return None
+    meta = json.loads((folder / "meta.json").read_text())
+    packets = pd.read_csv(folder / "acceleration.csv")
+    aps = [ap for ap in house.aps if ap in packets.columns]
+    packets = packets[["t", *aps]].sort_values("t", kind="stable").reset_index(drop=True)
+    n_seconds = int(np.ceil(meta.get("end", packets["t"].max())))
+
+    def stays(name):
+        path = folder / name
+        return pd.read_csv(path).sort_values("start") if path.is_file() else None
+
+    if not (folder / "location_0.csv").is_file():
+        warn(f"{folder}: no location_0.csv: converted without episodes and not trained on")
+    return Recording(
+        name=folder.name, n_seconds=n_seconds, packets=packets,
+        pir=pd.read_csv(folder / "pir.csv"),
+        video={c: pd.read_csv(folder / f"video_{c}.csv", usecols=["t"])["t"].to_numpy()
+               for c in house.cameras},
+        stays=stays("location_0.csv"), stays_1=stays("location_1.csv"))
+
+
+def room_at(stays: pd.DataFrame, t: np.ndarray) -> np.ndarray:
+    """The annotated room at each time t (None outside every stay); stays do not overlap."""
+    i = np.searchsorted(stays["start"].to_numpy(), t, side="right") - 1
+    j = np.clip(i, 0, None)
+    inside = (i >= 0) & (t < stays["end"].to_numpy()[j])
+    return np.where(inside, stays["name"].to_numpy(dtype=object)[j], None)
+
+
+# --- readings ------------------------------------------------------------------------
+
+
+def wearable_readings(rec: Recording, model: sensor_model.RssiModel | None,
+                      rooms: tuple[str, ...]) -> pd.DataFrame:
+    """One reading per room and second with packets: score = the room's posterior."""
+    if model is None or rec.packets.empty:
+        return _readings([], [], [], [])
+    aps = [ap for ap in model.aps if ap in rec.packets.columns]
+    post = sensor_model.posterior_per_second(model, rec.packets["t"].to_numpy(),
+                                             rec.packets[aps], rooms)
+    post = post[(post.index >= 0) & (post.index < rec.n_seconds)]
+    long = post.stack()
+    return _readings(long.index.get_level_values(0).to_numpy(), "wearable",
+                     long.index.get_level_values(1).to_numpy(),
+                     WEARABLE_WEIGHT * long.to_numpy())
+
+
+def pir_readings(rec: Recording, house: House) -> pd.DataFrame:
+    """One reading per second in which a PIR is on (any part of it), for the PIR's room."""
+    pir = rec.pir
+    lookup = np.asarray([*house.pir_rooms, None], dtype=object)  # [-1]: unknown index
+    index = pir["index"].to_numpy()
+    room = lookup[np.where((index >= 0) & (index < len(house.pir_rooms)), index, -1)]
+    keep = np.isin(room, house.rooms)
+    if (~keep).any():
+        warn(f"{rec.name}: {int((~keep).sum())} PIR interval(s) of unknown rooms ignored")
+    pir, room = pir[keep], room[keep]
+    first = np.floor(pir["start"].to_numpy()).astype(np.int64)
+    last = np.maximum(np.ceil(pir["end"].to_numpy()).astype(np.int64) - 1, first)
+    second = _expand(first, last)
+    length = last - first + 1
+    frame = pd.DataFrame({"second": second,
+                          "sensor": "pir_" + np.repeat(pir["name"].astype(str), length),
+                          "room": np.repeat(room, length)})
+    frame = frame[(frame["second"] >= 0) & (frame["second"] < rec.n_seconds)]
+    frame = frame.drop_duplicates()  # overlapping intervals of one PIR: one reading
+    return _readings(frame["second"].to_numpy(), frame["sensor"].to_numpy(),
+                     frame["room"].to_numpy(), PIR_WEIGHT)
+
+
+def camera_readings(rec: Recording, house: House) -> pd.DataFrame:
+    """One reading per camera and second with at least one detected-person frame."""
+    parts = [_readings([], [], [], [])]
+    for camera, room in house.cameras.items():
+        second = np.unique(np.floor(rec.video[camera]).astype(np.int64))
+        second = second[(second >= 0) & (second < rec.n_seconds)]
+        parts.append(_readings(second, f"video_{camera}", room, CAMERA_WEIGHT))
+    return pd.concat(parts, ignore_index=True)
+
+
+def background_readings(rec: Recording, rooms: tuple[str, ...]) -> pd.DataFrame:
+    """Every room, every second of the recording, BACKGROUND_WEIGHT in all.
+
+    Inside the recording the participant is somewhere in the house: a second no sensor
+    covers is "any room" (uniform), not "no reading", which would break every match
+    running through it; and no room is ever exactly impossible. Outside the recording
+    the pipeline's gap policy (no_reading) applies, so nothing matches there.
+    """
+    second = np.repeat(np.arange(rec.n_seconds), len(rooms))
+    return _readings(second, "background", np.tile(np.asarray(rooms, dtype=object),
+                                                   rec.n_seconds),
+                     BACKGROUND_WEIGHT / len(rooms))
+
+
+def _expand(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Every integer in [first[i], last[i]] for each i, concatenated (vectorized)."""
+    length = last - first + 1
+    offset = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+    return np.repeat(first, length) + offset
+
+
+def _readings(second, sensor, symbol, score) -> pd.DataFrame:
+    frame = pd.DataFrame({"second": second, "sensor_id": sensor, "symbol": symbol,
+                          "score": score})
+    frame["second"] = frame["second"].astype(np.int64)
+    return frame
+
+
+def all_readings(rec: Recording, house: House,
+                 model: sensor_model.RssiModel | None, day_start: dt.datetime) -> pd.DataFrame:
+    """The sequence's long-layout readings, sorted by time, with ISO timestamps (UTC)."""
+    frame = pd.concat([wearable_readings(rec, model, house.rooms), pir_readings(rec, house),
+                       camera_readings(rec, house), background_readings(rec, house.rooms)],
+                      ignore_index=True).sort_values(["second", "sensor_id", "symbol"],
+                                                     kind="stable")
+    frame["stream_id"] = rec.stream_id
+    frame["ts"] = iso(day_start, frame["second"].to_numpy(dtype=float))
+    return frame[READING_COLUMNS]
+
+
+def iso(day_start: dt.datetime, seconds: np.ndarray) -> np.ndarray:
+    """Seconds since the sequence start -> 'YYYY-MM-DDTHH:MM:SS.mmm' (UTC)."""
+    stamps = pd.Timestamp(day_start) + pd.to_timedelta(np.round(seconds * 1000), unit="ms")
+    return stamps.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3].to_numpy()
+
+
+# --- episodes ------------------------------------------------------------------------
+
+
+def merged_stays(stays: pd.DataFrame) -> pd.DataFrame:
+    """Consecutive stays of one room (a split annotation) become one stay."""
+    gap = stays["start"] - stays["end"].shift()
+    new = (stays["name"] != stays["name"].shift()) | (gap > MAX_LABEL_GAP_SECONDS)
+    return (stays.assign(stay=new.cumsum())
+            .groupby("stay").agg(start=("start", "min"), end=("end", "max"),
+                                 name=("name", "first")).reset_index(drop=True))
+
+
+def episodes(rec: Recording, day_start: dt.datetime) -> pd.DataFrame:
+    """True occurrences of EPISODE_RULES: a stay of the visited room, entered from and left
+    to the given rooms (stays no more than MAX_LABEL_GAP_SECONDS apart).
+
+    An episode runs from the end of the entering stay to the start of the leaving one:
+    in timesteps, from the last second in the entering room to the first second in the
+    leaving room, the interval the pattern `A B+ C` matches in the annotated world.
+    """
+    if rec.stays is None:
+        return pd.DataFrame(columns=EPISODE_COLUMNS)
+    s = merged_stays(rec.stays)
+    prev, nxt = s.shift(1), s.shift(-1)
+    linked = ((s["start"] - prev["end"] <= MAX_LABEL_GAP_SECONDS)
+              & (nxt["start"] - s["end"] <= MAX_LABEL_GAP_SECONDS))
+    parts = []
+    for pattern, (enter, room, leave) in EPISODE_RULES.items():
+        hit = linked & (prev["name"] == enter) & (s["name"] == room) & (nxt["name"] == leave)
+        parts.append(pd.DataFrame({"stream_id": rec.stream_id,
+                                   "start": iso(day_start, prev.loc[hit, "end"].to_numpy()),
+                                   "end": iso(day_start, nxt.loc[hit, "start"].to_numpy()),
+                                   "pattern": pattern}))
+    return pd.concat(parts, ignore_index=True).sort_values("start", kind="stable")
+
+
+# --- the command -----------------------------------------------------------------------
+
+
+def sequence_folders(raw_dir: Path) -> list[Path]:
+    """Sequence folders, by number: the folder name must be digits (00001)."""
+    folders = []
+    for path in sorted(p for p in raw_dir.iterdir() if p.is_dir()):
+        if path.name.isdigit():
+            folders.append(path)
+        else:
+            warn(f"{path}: skipped, not a numbered sequence folder")
+    return folders
+
+
+def metadata_folder(raw_dir: Path) -> Path | None:
+    """rooms.json etc. sit beside the train/ folder in the release (or inside it)."""
+    for folder in (raw_dir, raw_dir.parent):
+        if (folder / "rooms.json").is_file():
+            return folder
+    return None
+
+
+def leave_one_out_model(name: str, training: dict[str, tuple[pd.DataFrame, np.ndarray]],
+                        house: House) -> sensor_model.RssiModel | None:
+    """The wearable model for sequence `name`, fitted on every other labelled sequence."""
+    others = [v for k, v in training.items() if k != name]
+    if not others:
+        warn(f"{name}: no other labelled sequence to train the wearable model: "
+             "no wearable readings")
+        return None
+    return sensor_model.fit(others, house.rooms, house.aps)
+
+
+def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
+    """Convert every sequence folder of raw_dir; return counts for the summary line."""
+    house = House.load(metadata_folder(raw_dir))
+    recordings = [r for f in sequence_folders(raw_dir)
+                  if (r := load_recording(f, house)) is not None]
+    training = {r.name: (r.packets.drop(columns="t"), r.labels())
+                for r in recordings if r.stays is not None}
+    all_episodes, rows = [], {}
+    for rec in recordings:
+        day = start_date + dt.timedelta(days=int(rec.name) - 1)
+        day_start = dt.datetime.combine(day, DAY_START)
+        model = leave_one_out_model(rec.name, training, house)
+        readings = all_readings(rec, house, model, day_start)
+        folder = out_dir / "landing" / day.isoformat()
+        folder.mkdir(parents=True, exist_ok=True)
+        readings.to_csv(folder / f"{rec.stream_id}.csv", index=False, float_format="%.6g")
+        rows[day.isoformat()] = rows.get(day.isoformat(), 0) + len(readings)
+        all_episodes.append(episodes(rec, day_start))
+    table = (pd.concat(all_episodes, ignore_index=True) if all_episodes
+             else pd.DataFrame(columns=EPISODE_COLUMNS))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out_dir / "episodes.csv", index=False)
+    return {"rows_per_day": rows, "episodes": table["pattern"].value_counts().to_dict()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Convert SPHERE Challenge sequences into probcep landing files "
+                    "(long layout, one day per sequence) and true episodes.")
+    parser.add_argument("raw_dir", metavar="RAW_DIR", type=Path,
+                        help="folder of sequence folders (00001/, 00002/, ...)")
+    parser.add_argument("out_dir", metavar="OUT_DIR", type=Path,
+                        help="receives landing/<day>/*.csv and episodes.csv")
+    parser.add_argument("--start-date", type=dt.date.fromisoformat,
+                        default=dt.date.fromisoformat(DEFAULT_START_DATE),
+                        help=f"day of sequence 00001 (default {DEFAULT_START_DATE}); "
+                             "sequence N lands N-1 days later")
+    args = parser.parse_args(argv)
+    if not args.raw_dir.is_dir():
+        parser.error(f"RAW_DIR {args.raw_dir} is not a folder")
+    began = time.perf_counter()
+    summary = convert(args.raw_dir, args.out_dir, args.start_date)
+    for day, n in sorted(summary["rows_per_day"].items()):
+        print(f"landing/{day}: {n} rows")
+    for pattern, n in sorted(summary["episodes"].items()):
+        print(f"episodes {pattern}: {n}")
+    print(f"converted {len(summary['rows_per_day'])} sequence(s) into {args.out_dir} "
+          f"in {time.perf_counter() - began:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
