@@ -18,7 +18,7 @@ demo: setup
 	$(VENV)/bin/probcep demo
 
 test: setup
-	$(VENV)/bin/ruff check src tests jobs dags benchmarks
+	$(VENV)/bin/ruff check src tests jobs dags benchmarks examples
 	$(PY) -m pytest -q
 
 bench: setup
