@@ -70,7 +70,7 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     if huge.any():
         i = int(np.flatnonzero(huge.to_numpy())[0])
         raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
-                         f"t={_plain(frame['t'].iloc[i])!r} is outside the 64-bit integer "
+                         f"t={_plain(frame['t'].iloc[i])} is outside the 64-bit integer "
                          f"range")
     frame = frame.assign(t=t.astype(np.int64)).sort_values(["stream_id", "t"], kind="stable")
     probs = _probabilities(frame, domain, source)
