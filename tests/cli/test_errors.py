@@ -316,6 +316,16 @@ def test_an_unwritable_lake_is_refused_before_any_work(tmp_path, capsys, monkeyp
     assert _files(tmp_path) == before  # nothing created, nothing written
 
 
+def test_the_demo_checks_its_lake_before_any_work(tmp_path, capsys, monkeypatch):
+    _no_spark(monkeypatch)
+    (tmp_path / "lake").write_text("in the way")
+    code, _, err = cli(capsys, "demo", "--lake", tmp_path / "lake", "--fresh")
+    assert code == 2
+    assert one_line(err).startswith(f"probcep demo: error: cannot write the lake root: "
+                                    f"{tmp_path}/lake is a file, not a folder")
+    assert (tmp_path / "lake").read_text() == "in the way"  # not removed by --fresh
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write a read-only folder")
 def test_a_read_only_lake_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
     _no_spark(monkeypatch)
