@@ -6,18 +6,23 @@ exception is a bug and keeps its traceback (exit code 1).
 
 A full disk is such a failure, whichever library hit it: Python and pyarrow raise
 `OSError(ENOSPC)`, delta-rs and Spark only say "No space left on device" in their
-message. `writing(path)` turns any of them into one `DiskFullError` line.
+message. `writing(path)` turns any of them into one `DiskFullError` line. And a
+`ProbcepError` raised in a Spark executor reaches the driver only as the text of a
+traceback; `from_executors()` turns it back into one line.
 """
 
 from __future__ import annotations
 
 import errno
+import importlib
 import re
 from contextlib import contextmanager
 from pathlib import Path
 
 #: What every library's message says when the disk is full (Python, Java, Rust).
 NO_SPACE = "No space left on device"
+#: The last line of a Python traceback that ends in a probcep error: module, class, message.
+_REMOTE = re.compile(r"^(probcep(?:\.\w+)*)\.(\w+): (.+)$", re.MULTILINE)
 #: The file a failed Spark write task names (TASK_WRITE_FAILED).
 _SPARK_FILE = re.compile(r"while writing rows to (?:file:)?(\S+?)\.?(?:\s|$)")
 
@@ -76,3 +81,33 @@ def writing(path: str | Path | None):
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DiskFullError(f"no space left on device ({first})") from exc
         raise DiskFullError(f"no space left on device writing {where}") from exc
+
+
+def _remote(exc: BaseException) -> ProbcepError | None:
+    """The ProbcepError whose traceback `exc`'s text ends with, if any (the last one:
+    an executor's error raised from another names its context last)."""
+    for e in _chain(exc):
+        found = list(_REMOTE.finditer(str(e)))
+        for module, name, message in (m.groups() for m in reversed(found)):
+            try:
+                cls = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                continue
+            if isinstance(cls, type) and issubclass(cls, ProbcepError):
+                return ProbcepError(message.strip())
+    return None
+
+
+@contextmanager
+def from_executors():
+    """Run the block; an exception that carries a probcep error raised elsewhere (in a
+    Spark executor, arriving as its traceback's text) becomes that error's one line."""
+    try:
+        yield
+    except ProbcepError:
+        raise
+    except Exception as exc:
+        remote = _remote(exc)
+        if remote is None:
+            raise
+        raise remote from exc

@@ -276,6 +276,52 @@ def test_other_write_errors_pass_unchanged():
     assert raised.value is refused
 
 
+# --- a probcep error raised in a Spark executor ----------------------------------------------
+
+#: How a Spark executor's InputError reaches the driver (PySpark 4.2's PythonException text,
+#: shortened): a traceback, the error last.
+EXECUTOR = """An exception was thrown from the Python worker. Please see the stack trace below.
+Traceback (most recent call last):
+  File "probcep/engine/grouping.py", line 152, in feed_columns
+    raise InputError(f"stream continues at t={self.next_t}, block starts at t={t0}")
+probcep.errors.InputError: stream continues at t=100, block starts at t=101
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "probcep/pipeline/group_tasks.py", line 110, in _advance
+    raise InputError(f"stream {sid!r}: {exc}") from exc
+probcep.errors.InputError: stream 'person-0': stream continues at t=100, block starts at t=101
+"""
+
+
+def test_a_probcep_error_in_a_spark_executor_is_one_line(tmp_path, capsys, monkeypatch):
+    import probcep.cli.group as group
+
+    def run(args):  # as run_grouping's collect() raises it on the driver
+        raise RuntimeError(EXECUTOR)
+
+    monkeypatch.setattr(group, "run", run)
+    code, _, err = cli(capsys, "group", tmp_path / "x.csv", "--pattern", "a", "--policy",
+                       "single")
+    assert code == 2
+    assert one_line(err) == ("probcep group: error: stream 'person-0': stream continues at "
+                             "t=100, block starts at t=101")
+
+
+def test_another_error_in_a_spark_executor_keeps_its_traceback(tmp_path, monkeypatch):
+    import probcep.cli.group as group
+
+    text = EXECUTOR.replace("probcep.errors.InputError", "ZeroDivisionError")
+
+    def run(args):
+        raise RuntimeError(text)
+
+    monkeypatch.setattr(group, "run", run)
+    with pytest.raises(RuntimeError):
+        main(["group", str(tmp_path / "x.csv"), "--pattern", "a", "--policy", "single"])
+
+
 # --- an unwritable lake, refused before any work --------------------------------------------
 
 def _no_spark(monkeypatch):

@@ -2,7 +2,8 @@
 
 Every expected failure is a `ProbcepError`: its message (what, where) is printed on one
 line and the exit code is 2. A full disk is one too, wherever a step hit it
-(`probcep.errors.writing`). Anything else is a bug and keeps its traceback (exit 1).
+(`probcep.errors.writing`), and so is one raised in a Spark executor
+(`probcep.errors.from_executors`). Anything else is a bug and keeps its traceback (exit 1).
 The `jobs/` entry points that spark-submit runs call `main`, so they behave the same.
 """
 
@@ -12,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from probcep.errors import ProbcepError, writing
+from probcep.errors import ProbcepError, from_executors, writing
 
 #: Modules that each define `register(subparsers)`; they import Spark, Delta and GX only
 #: inside their handlers, so `probcep group` never pays for them.
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with writing(getattr(args, "output", None)):
+        with writing(getattr(args, "output", None)), from_executors():
             return int(args.handler(args) or 0)
     except ProbcepError as exc:
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
