@@ -3,7 +3,28 @@
 Its message says what is wrong and where (file, stream, t, setting, table, day), in one
 line where it can. The `probcep` command prints it and exits with code 2; any other
 exception is a bug and keeps its traceback (exit code 1).
+
+A full disk is such a failure, whichever library hit it: Python and pyarrow raise
+`OSError(ENOSPC)`, delta-rs and Spark only say "No space left on device" in their
+message. `writing(path)` turns any of them into one `DiskFullError` line. And a
+`ProbcepError` raised in a Spark executor reaches the driver only as the text of a
+traceback; `from_executors()` turns it back into one line.
 """
+
+from __future__ import annotations
+
+import errno
+import importlib
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+#: What every library's message says when the disk is full (Python, Java, Rust).
+NO_SPACE = "No space left on device"
+#: The last line of a Python traceback that ends in a probcep error: module, class, message.
+_REMOTE = re.compile(r"^(probcep(?:\.\w+)*)\.(\w+): (.+)$", re.MULTILINE)
+#: The file a failed Spark write task names (TASK_WRITE_FAILED).
+_SPARK_FILE = re.compile(r"while writing rows to (?:file:)?(\S+?)\.?(?:\s|$)")
 
 
 class ProbcepError(Exception):
@@ -12,3 +33,81 @@ class ProbcepError(Exception):
 
 class InputError(ProbcepError, ValueError):
     """Data that breaks the stream model or its file format; names the file, stream and t."""
+
+
+class DiskFullError(ProbcepError, OSError):
+    """No space left on the device a step was writing to."""
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` (or an exception it was raised from) says the disk is full."""
+    return any((isinstance(e, OSError) and e.errno == errno.ENOSPC) or NO_SPACE in str(e)
+               for e in _chain(exc))
+
+
+def _named_file(exc: BaseException) -> str | None:
+    """The file a full-disk error names itself, if any (an OSError's filename, the file
+    of a failed Spark write task)."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.filename:
+            return str(e.filename)
+        found = _SPARK_FILE.search(str(e))
+        if found:
+            return found[1]
+    return None
+
+
+@contextmanager
+def writing(path: str | Path | None):
+    """Run the block; a full disk inside it becomes one DiskFullError line naming the file
+    the error names (it may be a temporary file elsewhere than `path`), else `path`."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except Exception as exc:
+        if not disk_full(exc):
+            raise
+        where = _named_file(exc) or path
+        if where is None:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DiskFullError(f"no space left on device ({first})") from exc
+        raise DiskFullError(f"no space left on device writing {where}") from exc
+
+
+def _remote(exc: BaseException) -> ProbcepError | None:
+    """The ProbcepError whose traceback `exc`'s text ends with, if any (the last one:
+    an executor's error raised from another names its context last)."""
+    for e in _chain(exc):
+        found = list(_REMOTE.finditer(str(e)))
+        for module, name, message in (m.groups() for m in reversed(found)):
+            try:
+                cls = getattr(importlib.import_module(module), name)
+            except (ImportError, AttributeError):
+                continue
+            if isinstance(cls, type) and issubclass(cls, ProbcepError):
+                return ProbcepError(message.strip())
+    return None
+
+
+@contextmanager
+def from_executors():
+    """Run the block; an exception that carries a probcep error raised elsewhere (in a
+    Spark executor, arriving as its traceback's text) becomes that error's one line."""
+    try:
+        yield
+    except ProbcepError:
+        raise
+    except Exception as exc:
+        remote = _remote(exc)
+        if remote is None:
+            raise
+        raise remote from exc

@@ -1,7 +1,10 @@
 """The `probcep` command: one entry point, one module per subcommand.
 
 Every expected failure is a `ProbcepError`: its message (what, where) is printed on one
-line and the exit code is 2. Anything else is a bug and keeps its traceback (exit 1).
+line and the exit code is 2. A full disk is one too, wherever a step hit it
+(`probcep.errors.writing`), and so is one raised in a Spark executor
+(`probcep.errors.from_executors`). Anything else is a bug and keeps its traceback (exit 1).
+The `jobs/` entry points that spark-submit runs call `main`, so they behave the same.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from probcep.errors import ProbcepError
+from probcep.errors import ProbcepError, from_executors, writing
 
 #: Modules that each define `register(subparsers)`; they import Spark, Delta and GX only
 #: inside their handlers, so `probcep group` never pays for them.
@@ -38,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        with writing(getattr(args, "output", None)), from_executors():
+            return int(args.handler(args) or 0)
     except ProbcepError as exc:
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from probcep.cli.stream_files import read_table
+from probcep.cli.output import write_lines
+from probcep.cli.stream_files import outside_int64, read_table
 from probcep.engine.approx import (
     Budget,
     ErrorAutomaton,
@@ -75,6 +76,11 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
         raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]!r} is not an integer")
+    huge = outside_int64(tags)
+    if huge.any():
+        row = int(huge.to_numpy().nonzero()[0][0])
+        raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]} is outside the "
+                         f"64-bit integer range")
     frame = pd.DataFrame({"stream_id": frame["stream_id"].astype(str),
                           "tag": tags.astype("int64"), "symbol": frame["symbol"].astype(str)})
     frame = frame.sort_values(["stream_id", "tag"], kind="stable")
@@ -128,9 +134,5 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"stream_id": sid, "events": s.events, "candidates": s.candidates,
                               "work": s.work, "shed": s.shed, "matches": s.matches,
                               "seconds": round(s.seconds, 6)}), file=sys.stderr)
-    text = "".join(json.dumps(line) + "\n" for line in lines)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        args.output.write_text(text)
+    write_lines(lines, args.output)
     return 0

@@ -24,10 +24,15 @@ def run(args: argparse.Namespace) -> int:
     import shutil
 
     from probcep.demo.walkthrough import run_demo
+    from probcep.errors import writing
+    from probcep.lake.access import check_writable
+    from probcep.lake.tables import CATALOG
     from probcep.pipeline.context import RunContext
 
+    ctx = RunContext.open("demo", settings=args.settings, lake=args.lake, master=args.master)
+    check_writable(ctx.lake, CATALOG, folders=[ctx.docs_dir])  # before any work
     if args.fresh and args.lake.exists():
         shutil.rmtree(args.lake)
-    run_demo(RunContext.open("demo", settings=args.settings, lake=args.lake,
-                             master=args.master))
+    with writing(ctx.lake):
+        run_demo(ctx)
     return 0

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from probcep.cli.output import write_lines
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError
+from probcep.errors import InputError, writing
 
 STATE_FILE_FORMAT = "probcep-state-file/1"
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             rows += [_row(sid, g) for g in matcher.finish()]
     rows.sort(key=lambda r: (r["stream_id"], r["t_start"],
                              -1 if r["t_first"] is None else r["t_first"]))
-    _write_lines(rows, args.output)
+    write_lines(rows, args.output)
     if args.save_state is not None:
         save_state(args.save_state, query, matchers)
     return 0
@@ -70,14 +70,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _row(stream_id: str, group) -> dict:
     return {"stream_id": stream_id, **group.as_dict()}
-
-
-def _write_lines(rows: list[dict], output: Path | None) -> None:
-    text = "".join(json.dumps(r) + "\n" for r in rows)
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        output.write_text(text)
 
 
 def save_state(path: Path, query: Query, matchers: dict[str, StreamMatcher]) -> None:
@@ -89,7 +81,12 @@ def save_state(path: Path, query: Query, matchers: dict[str, StreamMatcher]) -> 
     buf = io.BytesIO()
     np.savez_compressed(buf, header=np.array(json.dumps(header)), **arrays)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
+    with writing(path):
+        try:
+            tmp.write_bytes(buf.getvalue())
+        except OSError:
+            tmp.unlink(missing_ok=True)  # never leave half a state file behind
+            raise
     tmp.replace(path)
 
 

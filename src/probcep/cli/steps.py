@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from contextlib import contextmanager
 from pathlib import Path
+
+from probcep.errors import ProbcepError, writing
 
 
 def _options(p, patterns: bool = True) -> None:
@@ -61,26 +64,47 @@ def register(sub) -> None:
     r.set_defaults(handler=rerun)
 
 
+def _writes(step: str):
+    """The tables a step writes (`run` and `rerun`: any of the catalog's)."""
+    from probcep.lake import tables as t
+
+    return {"ingest": (t.BRONZE, t.QUARANTINE), "normalize": (t.SILVER,),
+            "group-day": (t.GROUPS, t.STATES, t.APPROX_MATCHES, t.APPROX_BUNDLES,
+                          t.APPROX_HISTORY),
+            "validate-gold": (), "publish-alerts": (t.ALERTS, t.ALERT_CHANGES),
+            }.get(step, t.CATALOG)
+
+
+@contextmanager
 def _context(args: argparse.Namespace, step: str):
+    """The step's run context, once the lake folders it writes (tables, Data Docs) are
+    known to be writable: before any work, no Spark yet. A full disk in the block is one
+    error line naming the file, else the lake."""
+    from probcep.lake.access import check_writable
     from probcep.pipeline.context import RunContext
 
-    return RunContext.open(step, settings=args.settings, lake=args.lake,
-                           registry=args.registry, patterns=getattr(args, "pattern", None),
-                           source=getattr(args, "source", None), master=args.master)
+    ctx = RunContext.open(step, settings=args.settings, lake=args.lake,
+                          registry=args.registry, patterns=getattr(args, "pattern", None),
+                          source=getattr(args, "source", None), master=args.master)
+    docs = step in ("normalize", "validate-gold", "run", "rerun")  # they write Data Docs
+    check_writable(ctx.lake, _writes(step), folders=[ctx.docs_dir] if docs else [])
+    with writing(ctx.lake):
+        yield ctx
 
 
 def ingest(args: argparse.Namespace) -> int:
     from probcep.pipeline.ingest import ingest_day
 
-    print(ingest_day(_context(args, "ingest"), args.date).line())
+    with _context(args, "ingest") as ctx:
+        print(ingest_day(ctx, args.date).line())
     return 0
 
 
 def normalize(args: argparse.Namespace) -> int:
     from probcep.pipeline.normalize import normalize_day
 
-    ctx = _context(args, "normalize")
-    made = normalize_day(ctx, args.date)
+    with _context(args, "normalize") as ctx:
+        made = normalize_day(ctx, args.date)
     print(f"{args.date}: silver {made.rows} rows over {made.streams} streams, validated; "
           f"Data Docs under {ctx.docs_dir}")
     return 0
@@ -89,14 +113,16 @@ def normalize(args: argparse.Namespace) -> int:
 def group_day(args: argparse.Namespace) -> int:
     from probcep.pipeline.group_day import group_day as group
 
-    print(group(_context(args, "group-day"), args.date).line())
+    with _context(args, "group-day") as ctx:
+        print(group(ctx, args.date).line())
     return 0
 
 
 def validate_gold(args: argparse.Namespace) -> int:
     from probcep.pipeline.validate_gold import validate_gold as validate
 
-    rows = validate(_context(args, "validate-gold"), args.date)
+    with _context(args, "validate-gold") as ctx:
+        rows = validate(ctx, args.date)
     print(f"{args.date}: {rows} gold groups passed the gold expectations")
     return 0
 
@@ -104,29 +130,29 @@ def validate_gold(args: argparse.Namespace) -> int:
 def publish_alerts(args: argparse.Namespace) -> int:
     from probcep.pipeline.publish_alerts import publish_alerts as publish
 
-    ctx = _context(args, "publish-alerts")
-    changes = publish(ctx, args.date)
+    with _context(args, "publish-alerts") as ctx:
+        changes = publish(ctx, args.date)
     print(f"{args.date}: alerts added {changes.added}, retracted {changes.retracted} "
           f"(run {ctx.run_id})")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from probcep.errors import ProbcepError
     from probcep.pipeline.run import run_days
 
     first, last = args.date or args.first, args.date or args.last
     if last is None:
         raise ProbcepError("--from needs --to")
-    run_days(_context(args, "run"), first, last)
+    with _context(args, "run") as ctx:
+        run_days(ctx, first, last)
     return 0
 
 
 def rerun(args: argparse.Namespace) -> int:
     from probcep.pipeline.rerun import rerun_days
 
-    ctx = _context(args, "rerun")
-    done = rerun_days(ctx, args.first, args.last, reason=args.reason)
+    with _context(args, "rerun") as ctx:
+        done = rerun_days(ctx, args.first, args.last, reason=args.reason)
     added = sum(d.alerts.added for d in done)
     retracted = sum(d.alerts.retracted for d in done)
     print(f"{ctx.run_id}: {len(done)} days recomputed, alerts added {added}, retracted "

@@ -66,11 +66,11 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
                          f"t={_plain(frame['t'].iloc[i])!r} is not an integer")
-    huge = t.astype(np.float64).abs() >= 2.0 ** 63  # would wrap around in int64
+    huge = outside_int64(t)  # would wrap around in int64
     if huge.any():
         i = int(np.flatnonzero(huge.to_numpy())[0])
         raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
-                         f"t={_plain(frame['t'].iloc[i])!r} is outside the 64-bit integer "
+                         f"t={_plain(frame['t'].iloc[i])} is outside the 64-bit integer "
                          f"range")
     frame = frame.assign(t=t.astype(np.int64)).sort_values(["stream_id", "t"], kind="stable")
     probs = _probabilities(frame, domain, source)
@@ -116,6 +116,17 @@ def _probabilities(frame: pd.DataFrame, domain, source: str) -> np.ndarray:
         raise InputError(where(off[:, None] & np.ones_like(values, bool),
                                lambda r, c: f"probabilities sum to {float(sums[r])!r}, not 1"))
     return values
+
+
+def outside_int64(t: pd.Series) -> pd.Series:
+    """Which integer-valued times int64 cannot hold, compared exactly: pandas reads a
+    time above 2**63 - 1 as uint64 and one beyond uint64 as float, and a float compare
+    would also refuse the largest int64 times (2**63 - 1 rounds up to 2**63)."""
+    if pd.api.types.is_signed_integer_dtype(t):
+        return pd.Series(False, index=t.index)
+    if pd.api.types.is_unsigned_integer_dtype(t):
+        return t > np.iinfo(np.int64).max
+    return ~((t >= -(2.0 ** 63)) & (t < 2.0 ** 63))
 
 
 def _plain(value):

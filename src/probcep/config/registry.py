@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from probcep.engine import PatternError, Query
+from probcep.engine.grouping import POLICIES
 from probcep.engine.pattern import tokenize
 from probcep.errors import ProbcepError
 
@@ -27,13 +29,48 @@ APPROX_FIELDS = {"pattern", "max_errors", "window", "budget", "description"}
 APPROX_REQUIRED = ("pattern", "max_errors", "window")
 
 
+def _number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _integer(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: What each field must hold: its check and, for the message, what it must be. YAML
+#: gives `ten` and `"0.5"` as strings, `yes` as a boolean: none of them is a number.
+VALUES = {
+    "pattern": (lambda v: isinstance(v, str) and bool(v.strip()),
+                "text, such as 'Door Room+ Door'"),
+    "policy": (lambda v: v in POLICIES, f"one of {', '.join(map(repr, POLICIES))}"),
+    "threshold": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "window": (lambda v: _integer(v) and v >= 1, "a positive integer"),
+    "alert_threshold": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "description": (lambda v: isinstance(v, str), "text"),
+    "max_errors": (lambda v: _integer(v) and v >= 0, "an integer >= 0"),
+    "budget": (lambda v: _number(v) and v > 0, "a positive number"),
+}
+#: Fields that may be left empty (`window:` alone: no window).
+NULLABLE = {"window", "description"}
+APPROX_NULLABLE = {"budget", "description"}
+KINDS = {bool: "a boolean", int: "an integer", float: "a decimal number", str: "text",
+         list: "a list", dict: "a mapping", type(None): "empty"}
+
+
 class RegistryError(ProbcepError, ValueError):
     """A registry file or entry that cannot be used."""
 
 
+class LineDict(dict):
+    """A YAML mapping that knows the line (1-based) of each of its keys."""
+
+    lines: dict
+
+
 class UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps
-    the last silently: a second entry of one name would replace the first unseen)."""
+    the last silently: a second entry of one name would replace the first unseen), and
+    keeping each key's line for messages."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -44,6 +81,21 @@ class UniqueKeyLoader(yaml.SafeLoader):
                     None, None, f"{key!r} is named twice", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+    def construct_located_mapping(self, node):
+        data = LineDict()
+        data.lines = {}
+        yield data
+        data.update(self.construct_mapping(node))
+        data.lines = {self.construct_object(k): k.start_mark.line + 1 for k, _ in node.value}
+
+
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map",
+                                UniqueKeyLoader.construct_located_mapping)
+# YAML 1.1 reads `1e-3` (no dot) as text; a threshold written so is a number (YAML 1.2)
+UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 @dataclass(frozen=True)
@@ -86,68 +138,79 @@ def load_registry(path: str | Path, domain) -> dict[str, RegisteredPattern | Reg
     entries = (document or {}).get("patterns") if isinstance(document, dict) else None
     if not isinstance(entries, dict) or not entries:
         raise RegistryError(f"{path}: expected a mapping 'patterns:' of named entries")
-    return {name: parse_entry(name, entry, tuple(domain), source=str(path))
+    lines = getattr(entries, "lines", {})
+    return {name: parse_entry(name, entry, tuple(domain), source=str(path),
+                              line=lines.get(name))
             for name, entry in entries.items()}
 
 
-def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry"):
-    where = f"{source}: entry {name!r}"
+def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry",
+                line: int | None = None):
+    """Check one entry (`line`: where its name stands in the file) and build it."""
+    lines = getattr(entry, "lines", {})
+
+    def where(key: str | None = None) -> str:
+        at = lines.get(key) or line
+        return f"{source}{'' if at is None else f', line {at}'}: entry {name!r}"
+
     if not isinstance(name, str) or not name.isidentifier():
-        raise RegistryError(f"{where}: names must be identifiers (letters, digits, _)")
+        raise RegistryError(f"{where()}: names must be identifiers (letters, digits, _)")
     if not isinstance(entry, dict):
-        raise RegistryError(f"{where}: expected a mapping of {sorted(FIELDS)}")
+        raise RegistryError(f"{where()}: expected a mapping of {sorted(FIELDS)}")
     if "max_errors" in entry:
         return _parse_approx(name, entry, domain, where)
     _check_fields(entry, FIELDS, REQUIRED, where)
+    _check_values(entry, NULLABLE, where)
     try:
-        query = Query.build(str(entry["pattern"]), domain, policy=entry["policy"],
+        query = Query.build(entry["pattern"], domain, policy=entry["policy"],
                             threshold=float(entry.get("threshold", 0.0)),
                             window=entry.get("window"))
     except PatternError as exc:
-        raise RegistryError(f"{where}: bad pattern: {exc}") from exc
-    except (TypeError, ValueError) as exc:
-        raise RegistryError(f"{where}: {exc}") from exc
+        raise RegistryError(f"{where('pattern')}: bad pattern: {exc}") from exc
     alert = entry.get("alert_threshold", 0.5)
-    if not isinstance(alert, int | float) or not 0.0 <= alert <= 1.0:
-        raise RegistryError(f"{where}: alert_threshold must be a number in [0, 1], "
-                            f"got {alert!r}")
     return RegisteredPattern(name=name, query=query, alert_threshold=float(alert),
-                             description=str(entry.get("description", "")),
+                             description=entry.get("description") or "",
                              version=pattern_version(query))
 
 
-def _check_fields(entry: dict, allowed: set, required: tuple, where: str) -> None:
-    unknown = set(entry) - allowed
+def _check_fields(entry: dict, allowed: set, required: tuple, where, kind: str = "") -> None:
+    unknown = sorted(set(entry) - allowed)
     if unknown:
-        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; "
+        raise RegistryError(f"{where(unknown[0])}{kind}: unknown field(s) {unknown}; "
                             f"allowed: {sorted(allowed)}")
     missing = [f for f in required if f not in entry]
     if missing:
-        raise RegistryError(f"{where}: missing field(s) {missing}")
+        raise RegistryError(f"{where()}{kind}: missing field(s) {missing}")
+
+
+def _check_values(entry: dict, nullable: set, where) -> None:
+    """Each value of the type and range its field needs (`VALUES`); the message names
+    the entry, the field, the value, what it is and what it must be."""
+    for key, value in entry.items():
+        ok, expected = VALUES[key]
+        if value is None and key in nullable or ok(value):
+            continue
+        kind = KINDS.get(type(value), type(value).__name__)
+        raise RegistryError(f"{where(key)}: {key} must be {expected}, got {value!r} ({kind})")
 
 
 def _parse_approx(name, entry, domain, where) -> RegisteredApprox:
-    _check_fields(entry, APPROX_FIELDS, APPROX_REQUIRED, f"{where} (approximate matching)")
+    _check_fields(entry, APPROX_FIELDS, APPROX_REQUIRED, where, " (approximate matching)")
+    _check_values(entry, APPROX_NULLABLE, where)
     k, window, budget = entry["max_errors"], entry["window"], entry.get("budget")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise RegistryError(f"{where}: max_errors must be an integer >= 0, got {k!r}")
-    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
-        raise RegistryError(f"{where}: window must be a positive integer, got {window!r}")
-    if budget is not None and (not isinstance(budget, int | float) or budget <= 0):
-        raise RegistryError(f"{where}: budget must be a positive number, got {budget!r}")
     try:
         from probcep.engine import compile_pattern
 
-        compile_pattern(str(entry["pattern"]), domain)
+        compile_pattern(entry["pattern"], domain)
     except PatternError as exc:
-        raise RegistryError(f"{where}: bad pattern: {exc}") from exc
-    pattern = " ".join(tok.text for tok in tokenize(str(entry["pattern"])))
+        raise RegistryError(f"{where('pattern')}: bad pattern: {exc}") from exc
+    pattern = " ".join(tok.text for tok in tokenize(entry["pattern"]))
     definition = {"pattern": pattern, "domain": list(domain), "max_errors": k,
                   "window": window, "budget": budget}
     version = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()[:12]
-    return RegisteredApprox(name=name, pattern=str(entry["pattern"]), max_errors=k,
+    return RegisteredApprox(name=name, pattern=entry["pattern"], max_errors=k,
                             window=window, budget=None if budget is None else float(budget),
-                            description=str(entry.get("description", "")), version=version)
+                            description=entry.get("description") or "", version=version)
 
 
 def pattern_version(query: Query) -> str:

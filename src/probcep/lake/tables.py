@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.errors import writing
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
 
 #: Columns that describe a run, not a result: ignored when deciding whether rows changed.
@@ -130,7 +131,7 @@ class Table:
                                 commit_properties=commit_properties(metadata))
             return True
 
-        with self.lock(lake, day, **keys):
+        with self.lock(lake, day, **keys), writing(path):
             return commit_with_retries(attempt, f"{self.name} for {day}")
 
     def clear_day(self, lake, day: dt.date, metadata: dict) -> bool:
@@ -145,7 +146,7 @@ class Table:
                 self.day_predicate(day, {}), commit_properties=commit_properties(metadata))
             return True
 
-        with self.lock(lake, day):
+        with self.lock(lake, day), writing(self.path(lake)):
             return commit_with_retries(attempt, f"{self.name} for {day}")
 
     def append(self, lake, rows: pa.Table, metadata: dict) -> None:
@@ -153,10 +154,11 @@ class Table:
         from deltalake import write_deltalake
 
         path = self.path(lake)
-        path.mkdir(parents=True, exist_ok=True)
-        commit_with_retries(lambda: write_deltalake(
-            str(path), rows, mode="append", commit_properties=commit_properties(metadata)),
-            self.name)
+        with writing(path):
+            path.mkdir(parents=True, exist_ok=True)
+            commit_with_retries(lambda: write_deltalake(
+                str(path), rows, mode="append", commit_properties=commit_properties(metadata)),
+                self.name)
 
 
 def commit_with_retries(attempt: Callable[[], object], where: str):

@@ -1,0 +1,425 @@
+"""Every expected failure of a `probcep` verb or a `jobs/` entry point ends with one line
+on stderr naming what and where, and exit code 2; a bug keeps its traceback (exit 1).
+
+Some cases run as real processes, as spark-submit and Airflow run them (started at
+once, to keep the suite short); the rest call `probcep.cli.main` in the test's process.
+None starts Spark: each refusal comes before it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from probcep.cli import main
+from probcep.config import settings
+from probcep.errors import DiskFullError, writing
+from probcep.lake.tables import ALERTS, GROUPS, UTC_MICROS
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY = dt.date(2026, 1, 2)
+REGISTRY = Path(settings.__file__).with_name("patterns.yaml")
+STREAMS = pd.DataFrame({"stream_id": ["s1"] * 3, "t": [1, 2, 3], "a": [0.5, 0.2, 1.0],
+                        "b": [0.5, 0.8, 0.0]})
+EVENTS = pd.DataFrame({"stream_id": ["s1", "s1"], "tag": [1, 2], "symbol": ["a", "b"]})
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def truncated_parquet(frame: pd.DataFrame, path: Path) -> Path:
+    frame.to_parquet(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])  # a copy cut short: no footer
+    return path
+
+
+def undecodable_csv(frame: pd.DataFrame, path: Path) -> Path:
+    text = frame.to_csv(index=False).encode()
+    path.write_bytes(text.replace(b"s1", b"\xff\xfe", 1))  # not UTF-8
+    return path
+
+
+# --- real processes -----------------------------------------------------------------
+
+BUG = """
+import sys
+import probcep.cli.group as group
+
+def run(args):  # a bug in a verb
+    return {}["missing"]
+
+group.run = run
+from probcep.cli import main
+sys.exit(main(["group", sys.argv[1], "--pattern", "a", "--policy", "single"]))
+"""
+
+
+@pytest.fixture(scope="module")
+def processes(tmp_path_factory):
+    """The real-process cases, started at once: name -> (exit code, stdout, stderr)."""
+    tmp = tmp_path_factory.mktemp("processes")
+    landing = tmp / "landing" / DAY.isoformat()
+    landing.mkdir(parents=True)
+    (landing / "notes.txt").write_text("not a reading")
+    STREAMS.to_csv(tmp / "streams.csv", index=False)
+    (tmp / "lake-file").write_text("a file where the lake should be")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROBCEP_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    refuse = {**env, "PROBCEP_LANDING_DIR": str(tmp / "landing"),
+              "PROBCEP_MISSING_DAY": "refuse"}
+    python = [sys.executable]
+    cases = {
+        "no landing files": (python + ["-m", "probcep", "ingest", "--date", DAY.isoformat(),
+                                       "--lake", tmp / "lake"], refuse, None),
+        "full disk": (python + ["-m", "probcep", "group", tmp / "streams.csv", "--pattern",
+                                "a", "--policy", "single"], env, "/dev/full"),
+        "unwritable lake": (python + [ROOT / "jobs" / "group_day.py", "--date",
+                                      DAY.isoformat(), "--lake", tmp / "lake-file"], env, None),
+        "bug": (python + ["-c", BUG, tmp / "streams.csv"], env, None),
+    }
+    started = {}
+    for name, (argv, environ, stdout) in cases.items():
+        out = open(stdout, "w") if stdout else subprocess.PIPE  # noqa: SIM115
+        started[name] = subprocess.Popen([str(a) for a in argv], cwd=tmp, env=environ,
+                                         stdout=out, stderr=subprocess.PIPE, text=True)
+    results = {}
+    for name, child in started.items():
+        out, err = child.communicate(timeout=120)
+        results[name] = (child.returncode, out, err)
+    return tmp, results
+
+
+@pytest.mark.parametrize("case,message", [
+    ("no landing files", "probcep ingest: error: no landing files for 2026-01-02 in {tmp}/"
+                         "landing/2026-01-02 (expected .csv, .json, .jsonl, .ndjson, .parquet)"),
+    ("full disk", "probcep group: error: no space left on device writing <stdout>"),
+    ("unwritable lake", "probcep group-day: error: cannot write the lake root: {tmp}/lake-file "
+                        "is a file, not a folder; checked before any work, nothing was done"),
+])
+def test_a_process_ends_with_one_line_and_exit_code_2(processes, case, message):
+    tmp, results = processes
+    code, _, err = results[case]
+    assert code == 2, err
+    assert one_line(err).startswith(message.format(tmp=tmp))
+
+
+def test_a_bug_in_a_process_keeps_its_traceback_and_exit_code_1(processes):
+    code, _, err = processes[1]["bug"]
+    assert code == 1
+    assert err.startswith("Traceback (most recent call last):")
+    assert err.rstrip().endswith("KeyError: 'missing'")
+
+
+def test_a_bug_in_process_is_not_swallowed(monkeypatch, tmp_path):
+    import probcep.cli.group as group
+
+    def run(args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(group, "run", run)
+    with pytest.raises(ZeroDivisionError):
+        main(["group", str(tmp_path / "x.csv"), "--pattern", "a", "--policy", "single"])
+
+
+# --- unreadable input files -------------------------------------------------------------
+
+@pytest.mark.parametrize("verb,frame,options", [
+    ("group", STREAMS, ["--pattern", "a b", "--policy", "single"]),
+    ("approx", EVENTS, ["--pattern", "a b", "--max-errors", "0", "--window", "3"]),
+])
+@pytest.mark.parametrize("spoil,says", [
+    (truncated_parquet, "cannot read as parquet: "),
+    (undecodable_csv, "cannot read as csv: 'utf-8' codec can't decode byte 0xff"),
+])
+def test_an_unreadable_file_is_named(tmp_path, capsys, verb, frame, options, spoil, says):
+    path = spoil(frame, tmp_path / ("in.parquet" if spoil is truncated_parquet else "in.csv"))
+    code, out, err = cli(capsys, verb, path, *options)
+    assert code == 2 and out == ""
+    assert one_line(err).startswith(f"probcep {verb}: error: {path}: {says}")
+
+
+# --- t outside int64 ----------------------------------------------------------------------
+
+MAX, MIN = 2 ** 63 - 1, -(2 ** 63)
+
+
+@pytest.mark.parametrize("t", [MAX + 1, MIN - 1, 10 ** 20, "1e300"])
+def test_t_outside_int64_is_refused(tmp_path, capsys, t):
+    path = tmp_path / "far.csv"
+    path.write_text(f"stream_id,t,a,b\ns1,{t},0.5,0.5\n")
+    code, out, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single")
+    assert code == 2 and out == ""
+    shown = "1e+300" if t == "1e300" else t
+    assert one_line(err) == (f"probcep group: error: {path}: stream 's1': t={shown} is "
+                             f"outside the 64-bit integer range")
+
+
+@pytest.mark.parametrize("tag", [MAX + 1, MIN - 1])
+def test_a_tag_outside_int64_is_refused(tmp_path, capsys, tag):
+    path = tmp_path / "far.csv"
+    path.write_text(f"stream_id,tag,symbol\ns1,1,a\ns1,{tag},b\n")
+    code, out, err = cli(capsys, "approx", path, "--pattern", "a", "--max-errors", "0",
+                         "--window", "3")
+    assert code == 2 and out == ""
+    assert one_line(err).endswith(f"{path}: row 1: tag {tag} is outside the 64-bit integer "
+                                  f"range")
+
+
+def test_the_ends_of_int64_are_times_like_any_other(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "ends.csv"
+    path.write_text(f"stream_id,t,a,b\nlo,{MIN},1.0,0.0\nlo,{MIN + 1},0.0,1.0\n"
+                    f"hi,{MAX - 1},1.0,0.0\nhi,{MAX},0.0,1.0\n")
+    code, out, err = cli(capsys, "group", path, "--pattern", "a b", "--policy", "single")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["stream_id"], r["t_start"], r["t_end"]) for r in rows] == [
+        ("hi", MAX - 1, MAX), ("lo", MIN, MIN + 1)]
+
+
+# --- a full disk ----------------------------------------------------------------------------
+
+def test_a_full_output_file_is_named(tmp_path, capsys):
+    path = tmp_path / "streams.csv"
+    STREAMS.to_csv(path, index=False)
+    code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
+                       "-o", "/dev/full")  # every write to it fails with ENOSPC
+    assert code == 2
+    assert one_line(err) == "probcep group: error: no space left on device writing /dev/full"
+
+
+def _groups_of_the_day(n: int = 2) -> pa.Table:
+    ts = pa.array([dt.datetime(2026, 1, 2, tzinfo=dt.UTC)] * n, UTC_MICROS)
+    t = pa.array(range(n), pa.int64())
+    return pa.table({
+        "pattern": ["room_visit"] * n, "pattern_version": ["v"] * n,
+        "stream_id": [f"s{i}" for i in range(n)], "t_start": t, "t_first": t, "t_end": t,
+        "ts_start": ts, "ts_first": ts, "ts_end": ts, "probability": [0.9] * n,
+        "n_matches": [1] * n, "max_match_probability": [0.9] * n,
+        "batch_date": pa.array([DAY] * n, pa.date32()), "run_id": ["night"] * n,
+    }, schema=GROUPS.schema)
+
+
+@pytest.mark.parametrize("failure", [
+    OSError(errno.ENOSPC, "No space left on device"),
+    # what delta-rs 1.6 raises on a full disk (no errno, no file)
+    "Failed to parse parquet: External: Generic LocalFileSystem error: Unable to copy data "
+    "to file: No space left on device (os error 28)",
+])
+def test_a_full_disk_in_a_step_is_one_line_naming_the_table(tmp_path, capsys, monkeypatch,
+                                                            failure):
+    import deltalake
+    from deltalake.exceptions import DeltaError
+
+    lake = tmp_path / "lake"
+    GROUPS.replace_day(lake, DAY, _groups_of_the_day(), {"run_id": "night"},
+                       pattern=["room_visit"])
+
+    def full(*args, **kwargs):
+        raise failure if isinstance(failure, OSError) else DeltaError(failure)
+
+    monkeypatch.setattr(deltalake, "write_deltalake", full)
+    code, out, err = cli(capsys, "publish-alerts", "--date", DAY, "--lake", lake,
+                         "--registry", REGISTRY)
+    assert code == 2 and out == ""
+    assert one_line(err) == (f"probcep publish-alerts: error: no space left on device "
+                             f"writing {ALERTS.path(lake)}")
+    assert not ALERTS.exists(lake)
+
+
+SPARK_FULL = """An error occurred while calling o45.parquet.
+: org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to \
+file:/lake/bronze/_staging-readings-12a4/part-00000-e635.snappy.parquet. SQLSTATE: 58030
+\tat org.apache.spark.sql.errors.QueryExecutionErrors$.taskFailedWhileWritingRowsError(...)
+Caused by: java.io.IOException: No space left on device
+"""
+
+
+@pytest.mark.parametrize("failure,named", [
+    (OSError(errno.ENOSPC, "No space left on device"), "/lake/gold/groups"),
+    (OSError(errno.ENOSPC, "No space left on device", "/tmp/spill-1"), "/tmp/spill-1"),
+    (RuntimeError(SPARK_FULL), "/lake/bronze/_staging-readings-12a4/part-00000-e635.snappy"
+                               ".parquet"),
+])
+def test_a_full_disk_names_the_file_the_error_names_else_the_target(failure, named):
+    with pytest.raises(DiskFullError) as full:
+        with writing("/lake/gold/groups"):
+            raise failure
+    assert str(full.value) == f"no space left on device writing {named}"
+    assert full.value.__cause__ is failure
+
+
+def test_other_write_errors_pass_unchanged():
+    refused = OSError(errno.EACCES, "Permission denied", "/lake")
+    with pytest.raises(OSError) as raised:
+        with writing("/lake"):
+            raise refused
+    assert raised.value is refused
+
+
+# --- a probcep error raised in a Spark executor ----------------------------------------------
+
+#: How a Spark executor's InputError reaches the driver (PySpark 4.2's PythonException text,
+#: shortened): a traceback, the error last.
+EXECUTOR = """An exception was thrown from the Python worker. Please see the stack trace below.
+Traceback (most recent call last):
+  File "probcep/engine/grouping.py", line 152, in feed_columns
+    raise InputError(f"stream continues at t={self.next_t}, block starts at t={t0}")
+probcep.errors.InputError: stream continues at t=100, block starts at t=101
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "probcep/pipeline/group_tasks.py", line 110, in _advance
+    raise InputError(f"stream {sid!r}: {exc}") from exc
+probcep.errors.InputError: stream 'person-0': stream continues at t=100, block starts at t=101
+"""
+
+
+def test_a_probcep_error_in_a_spark_executor_is_one_line(tmp_path, capsys, monkeypatch):
+    import probcep.cli.group as group
+
+    def run(args):  # as run_grouping's collect() raises it on the driver
+        raise RuntimeError(EXECUTOR)
+
+    monkeypatch.setattr(group, "run", run)
+    code, _, err = cli(capsys, "group", tmp_path / "x.csv", "--pattern", "a", "--policy",
+                       "single")
+    assert code == 2
+    assert one_line(err) == ("probcep group: error: stream 'person-0': stream continues at "
+                             "t=100, block starts at t=101")
+
+
+def test_another_error_in_a_spark_executor_keeps_its_traceback(tmp_path, monkeypatch):
+    import probcep.cli.group as group
+
+    text = EXECUTOR.replace("probcep.errors.InputError", "ZeroDivisionError")
+
+    def run(args):
+        raise RuntimeError(text)
+
+    monkeypatch.setattr(group, "run", run)
+    with pytest.raises(RuntimeError):
+        main(["group", str(tmp_path / "x.csv"), "--pattern", "a", "--policy", "single"])
+
+
+# --- an unwritable lake, refused before any work --------------------------------------------
+
+def _no_spark(monkeypatch):
+    from probcep.lake import spark
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Spark started before the lake was checked")
+
+    monkeypatch.setattr(spark, "spark_session", refuse)
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*"))
+
+
+@pytest.mark.parametrize("step,blocked,message", [
+    ("ingest", "", "cannot write the lake root: {lake} is a file, not a folder"),
+    ("group-day", "gold", "cannot write gold/groups: {lake}/gold is a file, not a folder"),
+    ("publish-alerts", "gold/alerts", "cannot write gold/alerts: {lake}/gold/alerts is a file"),
+    ("ingest", "bronze/quarantine/_delta_log",
+     "cannot write bronze/quarantine: {lake}/bronze/quarantine/_delta_log is a file"),
+    ("group-day", "state/_locks", "cannot write state/engine: {lake}/state/_locks is a file"),
+    ("normalize", "gx", "cannot write {lake}/gx: {lake}/gx is a file"),
+])
+def test_an_unwritable_lake_is_refused_before_any_work(tmp_path, capsys, monkeypatch, step,
+                                                        blocked, message):
+    """A file where a folder must be: refused whoever runs the test (root writes into
+    a read-only folder, but not into a file)."""
+    _no_spark(monkeypatch)
+    lake = tmp_path / "lake"
+    (lake / blocked).parent.mkdir(parents=True, exist_ok=True)
+    (lake / blocked).write_text("in the way")
+    before = _files(tmp_path)
+    code, out, err = cli(capsys, step, "--date", DAY, "--lake", lake, "--registry", REGISTRY)
+    assert code == 2 and out == ""
+    assert one_line(err).startswith(f"probcep {step}: error: {message.format(lake=lake)}")
+    assert err.rstrip().endswith("checked before any work, nothing was done")
+    assert _files(tmp_path) == before  # nothing created, nothing written
+
+
+def test_the_demo_checks_its_lake_before_any_work(tmp_path, capsys, monkeypatch):
+    _no_spark(monkeypatch)
+    (tmp_path / "lake").write_text("in the way")
+    code, _, err = cli(capsys, "demo", "--lake", tmp_path / "lake", "--fresh")
+    assert code == 2
+    assert one_line(err).startswith(f"probcep demo: error: cannot write the lake root: "
+                                    f"{tmp_path}/lake is a file, not a folder")
+    assert (tmp_path / "lake").read_text() == "in the way"  # not removed by --fresh
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write a read-only folder")
+def test_a_read_only_lake_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    _no_spark(monkeypatch)
+    lake = tmp_path / "lake"
+    (lake / "gold" / "groups").mkdir(parents=True)
+    (lake / "gold" / "groups").chmod(0o555)
+    try:
+        code, _, err = cli(capsys, "group-day", "--date", DAY, "--lake", lake,
+                           "--registry", REGISTRY)
+    finally:
+        (lake / "gold" / "groups").chmod(0o755)
+    assert code == 2
+    assert one_line(err).startswith(f"probcep group-day: error: cannot write gold/groups: "
+                                    f"{lake}/gold/groups is not writable")
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+ENTRY = "patterns:\n  good:\n    pattern: Door\n    policy: single\n  bad:\n"
+
+
+@pytest.mark.parametrize("field,value,expected,line", [
+    ("window", "ten", "a positive integer, got 'ten' (text)", 8),
+    ("threshold", "high", "a number in [0, 1], got 'high' (text)", 8),
+    ("policy", "3", "one of 'single', 'complete', got 3 (an integer)", 7),
+    ("pattern", "5", "text, such as 'Door Room+ Door', got 5 (an integer)", 6),
+    ("alert_threshold", "1.5", "a number in [0, 1], got 1.5 (a decimal number)", 8),
+    ("window", "yes", "a positive integer, got True (a boolean)", 8),
+])
+def test_a_registry_value_of_the_wrong_type_names_entry_field_value_and_type(
+        tmp_path, capsys, monkeypatch, field, value, expected, line):
+    _no_spark(monkeypatch)
+    fields = {"pattern": "Door Room+ Door", "policy": "single", field: value}
+    path = tmp_path / "patterns.yaml"
+    path.write_text(ENTRY + "".join(f"    {k}: {v}\n" for k, v in fields.items()))
+    code, _, err = cli(capsys, "group-day", "--date", DAY, "--lake", tmp_path / "lake",
+                       "--registry", path)
+    assert code == 2
+    assert one_line(err) == (f"probcep group-day: error: {path}, line {line}: entry 'bad': "
+                             f"{field} must be {expected}")
+
+
+def test_a_registry_name_given_twice_is_one_line_with_its_line(tmp_path, capsys):
+    path = tmp_path / "patterns.yaml"
+    path.write_text(ENTRY + "    pattern: Room\n    policy: single\n"
+                    "  good:\n    pattern: Hallway\n    policy: single\n")
+    code, _, err = cli(capsys, "run", "--date", DAY, "--lake", tmp_path / "lake",
+                       "--registry", path)
+    assert code == 2
+    assert one_line(err) == (f"probcep run: error: {path}, line 8: cannot read the patterns "
+                             f"registry: 'good' is named twice")
