@@ -45,7 +45,7 @@ def write_groups(streams: list[tuple[str, GroupColumns]], output: Path | None) -
 
 def group_lines(stream_id: str, cols: GroupColumns):
     """The JSON lines of one stream's groups, in chunks of text."""
-    head = '{"stream_id": %s, ' % json.dumps(stream_id)
+    head = f'{{"stream_id": {json.dumps(stream_id)}, '
     first = cols.t_first
     single = bool((first == NONE).all())
     exact = single or bool((first != NONE).all())
@@ -132,5 +132,5 @@ class MatchLines:
 
 
 def match_head(stream_id: str) -> str:
-    return '{"type": "match", "stream_id": %s, ' % json.dumps(stream_id)
+    return f'{{"type": "match", "stream_id": {json.dumps(stream_id)}, '
 
