@@ -99,10 +99,11 @@ def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, 
                 m += 1
         for k in range(n_touched):
             slot[touched[k]] = -1
-        rq[:m] = oq[:m]
-        rs[:m] = os_[:m]
-        rc[:m] = oc[:m]
-        rm[:m] = om[:m]
+        for i in range(m):  # a plain loop: slicing costs more than the copy
+            rq[i] = oq[i]
+            rs[i] = os_[i]
+            rc[i] = oc[i]
+            rm[i] = om[i]
         n = m
     return probs.shape[0], n, n_ev, DONE
 
