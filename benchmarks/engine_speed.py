@@ -14,7 +14,9 @@ both sides run in this process, on the same stream, one after the other. Prints:
   3. the engine at θ = 0.01 over windows up to 50, both policies (target >= 5M/s);
 
 each with the baseline's figure and the ratio new / baseline, and whether the two sides
-wrote the same bytes. The stream is the grouping papers' synthetic stream
+wrote the same bytes. Rates are given by wall time and, in parentheses, by the process's
+CPU time, which is the better guide when other jobs share the machine (the load average
+is printed before and after). The stream is the grouping papers' synthetic stream
 (benchmarks/engine_throughput.py), pattern `a b+ c`.
 """
 
@@ -57,17 +59,21 @@ def load_baseline(rev: str, into: Path):
     return importlib.import_module("probcep_baseline")
 
 
-def best_time(fn, repeat: int) -> float:
-    fn()  # compiles kernels, warms the transducer memo and the imports
-    times = []
+def best_time(fn, repeat: int) -> tuple[float, float]:
+    """Best wall and best CPU seconds of `repeat` runs after an untimed one (which
+    compiles kernels, warms the transducer memo and the imports)."""
+    fn()
+    wall, cpu = [], []
     for _ in range(repeat):
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - began)
-    return min(times)
+        wall.append(time.perf_counter() - began)
+        cpu.append(time.process_time() - began_cpu)
+    return min(wall), min(cpu)
 
 
-def engine_rate(pkg, policy, theta, window, probs, repeat) -> float:
+def engine_rate(pkg, policy, theta, window, probs, repeat) -> tuple[float, float]:
+    """(wall, CPU) timesteps/s of the engine on `probs`, data in memory."""
     engine = importlib.import_module(pkg.__name__ + ".engine")
     query = engine.Query.build(PATTERN, DOMAIN, policy=policy, threshold=theta, window=window)
 
@@ -76,14 +82,20 @@ def engine_rate(pkg, policy, theta, window, probs, repeat) -> float:
         matcher.feed_columns(0, probs)
         matcher.finish_columns()
 
-    return len(probs) / best_time(run, repeat)
+    return tuple(len(probs) / s for s in best_time(run, repeat))
 
 
-def group_rate(pkg, policy, theta, window, data: Path, out: Path, n: int, repeat) -> float:
+def group_rate(pkg, policy, theta, window, data: Path, out: Path, n: int,
+               repeat) -> tuple[float, float]:
+    """(wall, CPU) timesteps/s of `probcep group`, in-process, Parquet to JSON lines."""
     cli = importlib.import_module(pkg.__name__ + ".cli")
     argv = ["group", str(data), "--pattern", PATTERN, "--policy", policy, "--threshold",
             str(theta), "--window", str(window), "-o", str(out)]
-    return n / best_time(lambda: cli.main(argv), repeat)
+    return tuple(n / s for s in best_time(lambda: cli.main(argv), repeat))
+
+
+def fmt(rate: tuple[float, float]) -> str:
+    return f"{rate[0]:,.0f} ({rate[1]:,.0f})"
 
 
 def write_stream(probs: np.ndarray, path: Path) -> None:
@@ -115,7 +127,8 @@ def main() -> None:
         write_stream(probs, data)
 
         print(f"\n## 1. θ = 0.01, w = 50, {len(probs):,} timesteps: engine and `probcep group`")
-        print("| policy | side | engine ts/s | group ts/s | group / engine | same bytes |")
+        print("timesteps/s, wall (CPU); the ratio is group / engine, wall (CPU)\n")
+        print("| policy | side | engine | group | group / engine | same bytes |")
         print("| --- | --- | --- | --- | --- | --- |")
         for policy in ("single", "complete"):
             rates = {}
@@ -126,31 +139,34 @@ def main() -> None:
                 rates[name] = (e, g)
             same = (tmp / "new.jsonl").read_bytes() == (tmp / "baseline.jsonl").read_bytes()
             for name, (e, g) in rates.items():
-                print(f"| {policy} | {name} | {e:,.0f} | {g:,.0f} | {g / e:.2f} | {same} |",
-                      flush=True)
+                print(f"| {policy} | {name} | {fmt(e)} | {fmt(g)} | {g[0] / e[0]:.2f} "
+                      f"({g[1] / e[1]:.2f}) | {same} |", flush=True)
             (e1, g1), (e0, g0) = rates["new"], rates["baseline"]
-            print(f"| {policy} | new / baseline | {e1 / e0:.2f} | {g1 / g0:.2f} | | |",
-                  flush=True)
+            print(f"| {policy} | new / baseline | {e1[0] / e0[0]:.2f} | {g1[0] / g0[0]:.2f} "
+                  "| | |", flush=True)
 
         print(f"\n## 2. Complete overlap, θ = 0 against θ = 0.01, {len(probs0):,} timesteps")
+        print("timesteps/s, wall (CPU)\n")
         print("| w | θ=0 new | θ=0 baseline | new / baseline | θ=0.01 new | "
-              "θ=0.01 / θ=0 (target <= 3) |")
+              "θ=0.01 / θ=0, wall (CPU); target <= 3 |")
         print("| --- | --- | --- | --- | --- | --- |")
         for w in (5, 10, 25, 50):
             new0 = engine_rate(probcep, "complete", 0.0, w, probs0, args.repeat)
             base0 = engine_rate(base, "complete", 0.0, w, probs0, 1)
             new1 = engine_rate(probcep, "complete", 0.01, w, probs, args.repeat)
-            print(f"| {w} | {new0:,.0f} | {base0:,.0f} | {new0 / base0:.1f} | {new1:,.0f} | "
-                  f"{new1 / new0:.2f} |", flush=True)
+            print(f"| {w} | {fmt(new0)} | {fmt(base0)} | {new0[0] / base0[0]:.1f} | "
+                  f"{fmt(new1)} | {new1[0] / new0[0]:.2f} ({new1[1] / new0[1]:.2f}) |",
+                  flush=True)
 
         print(f"\n## 3. Engine at θ = 0.01, {len(probs):,} timesteps, one core (target 5M)")
-        print("| policy | w | new ts/s | baseline ts/s | new / baseline |")
+        print("timesteps/s, wall (CPU)\n")
+        print("| policy | w | new | baseline | new / baseline |")
         print("| --- | --- | --- | --- | --- |")
         for policy in ("single", "complete"):
             for w in args.windows:
                 new = engine_rate(probcep, policy, 0.01, w, probs, args.repeat)
                 old = engine_rate(base, policy, 0.01, w, probs, args.repeat)
-                print(f"| {policy} | {w} | {new:,.0f} | {old:,.0f} | {new / old:.2f} |",
+                print(f"| {policy} | {w} | {fmt(new)} | {fmt(old)} | {new[0] / old[0]:.2f} |",
                       flush=True)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
