@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from probcep.engine import PatternError, Query, StreamMatcher
+from probcep.engine.grouping import GroupColumns
+from probcep.engine.transducer import Transducer
 
 from .reference import reference_groups
 from .strategies import LETTERS, patterns, policies, streams, thresholds, windows
@@ -72,6 +74,43 @@ def test_transducer_matches_reference(case, policy, threshold, window, t0):
     want = reference_groups(probs.tolist(), letters, regex, policy, threshold, window, t0)
     event(f"groups: {min(len(want), 3)}")
     _assert_same(_run(query, probs, t0), want)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(cases(), st.one_of(st.none(), st.integers(1, 9)), st.integers(-5, 5))
+def test_complete_overlap_at_theta_0_matches_reference(case, window, t0):
+    """θ = 0 under complete overlap takes the shared forward-backward pass."""
+    letters, text, regex, probs = case
+    query = _compile_or_skip(text, regex, letters, policy="complete", threshold=0.0,
+                             window=window)
+    want = reference_groups(probs.tolist(), letters, regex, "complete", 0.0, window, t0)
+    event(f"groups: {min(len(want), 3)}")
+    _assert_same(_run(query, probs, t0), want)
+
+
+def test_theta_0_complete_equals_the_per_group_pass():
+    """The shared pass gives each group the probability of its own forward pass (the
+    method for every other query) to 1e-12, on streams longer than the reference takes."""
+    rng = np.random.default_rng(17)
+    probs = rng.dirichlet(np.full(4, 0.3), size=1500)
+    probs[rng.random(probs.shape) < 0.2] = 0.0  # zeros: symbols that cannot occur
+    probs /= probs.sum(axis=1, keepdims=True)
+    n_groups = 0
+    for pattern in ("a b+ c", "a (b | c)* d", "(a | b) . c?"):
+        for window in (None, 1, 4, 13):
+            query = Query.build(pattern, "abcd", policy="complete", threshold=0.0,
+                                window=window)
+            matcher = StreamMatcher(query)
+            groups = matcher.feed_columns(0, probs[:700])
+            groups = GroupColumns.concat([groups, matcher.feed_columns(700, probs[700:]),
+                                          matcher.finish_columns()])
+            n_groups += len(groups)
+            each = Transducer(query.dfa, window).accept_probabilities(
+                probs, groups.t_start, groups.t_end + 1, groups.t_first)
+            each = np.minimum(1.0, np.maximum(each, groups.max_match_probability))
+            np.testing.assert_allclose(groups.probability, each, rtol=0, atol=1e-12)
+    assert n_groups > 1000
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,

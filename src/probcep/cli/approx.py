@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from probcep.cli.output import write_lines
+from probcep.cli.output import MatchLines, match_head, write_text
 from probcep.cli.stream_files import outside_int64, read_table
 from probcep.engine.approx import (
     Budget,
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                            stream_id=sid)
             history.refresh_maps()
         policy = make_policy(args.policy, history=history, seed=args.seed)
-    lines = []
+    chunks, n_lines, formatter = [], 0, MatchLines()
     for sid, g in streams.items():
         budget = Budget(args.budget, args.burst) if args.budget is not None else None
         symbols, tags = list(g["symbol"]), [int(t) for t in g["tag"]]
@@ -117,22 +117,21 @@ def run(args: argparse.Namespace) -> int:
                                 trace=True, stream_id=sid)
         except InputError as exc:
             raise InputError(f"{args.input}: {exc}") from exc
-        if result.n_matches + len(lines) > args.max_matches:
+        if result.n_matches + n_lines > args.max_matches:
             raise InputError(f"{args.input}: more than {args.max_matches} matches; narrow the "
                              f"window or the errors, or raise --max-matches")
-        for m in result.matches:
-            for sigma in m.subsequences():
-                lines.append({"type": "match", "stream_id": sid, "positions": list(sigma),
-                              "tags": [tags[i] for i in sigma],
-                              "symbols": [symbols[i] for i in sigma],
-                              "errors": m.errors, "match_point": m.match_point})
+        head = match_head(sid)
+        lines = [formatter.line(head, sigma, tags, symbols, m.errors, m.match_point)
+                 for m in result.matches for sigma in m.subsequences()]
         if args.bundles:
-            lines += [{"type": "bundle", "stream_id": sid, **b.as_dict()}
+            lines += [json.dumps({"type": "bundle", "stream_id": sid, **b.as_dict()}) + "\n"
                       for b in result.bundles]
+        chunks.append("".join(lines))
+        n_lines += len(lines)
         if args.stats:
             s = result.stats
             print(json.dumps({"stream_id": sid, "events": s.events, "candidates": s.candidates,
                               "work": s.work, "shed": s.shed, "matches": s.matches,
                               "seconds": round(s.seconds, 6)}), file=sys.stderr)
-    write_lines(lines, args.output)
+    write_text(chunks, args.output)
     return 0

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from probcep.cli.output import write_lines
+from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError, writing
+from probcep.errors import InputError
 
 STATE_FILE_FORMAT = "probcep-state-file/1"
 
@@ -22,7 +22,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "group", help="group the matches of a pattern and compute group probabilities",
         description="Find the matches of PATTERN in every stream of INPUT, group them and "
-                    "print one JSON line per group.")
+                    "print one JSON line per group (or write a Parquet file).")
     p.add_argument("input", metavar="INPUT", type=Path,
                    help=".csv, .parquet or .jsonl with stream_id, t and one column per symbol")
     p.add_argument("--pattern", required=True, help="pattern, e.g. 'Door Room+ Door'")
@@ -37,7 +37,8 @@ def register(sub) -> None:
                    help="continue from the state saved by an earlier batch")
     p.add_argument("--save-state", type=Path, metavar="STATE",
                    help="INPUT is not the streams' end: keep open groups in STATE")
-    p.add_argument("-o", "--output", type=Path, help="write JSON lines here, not to stdout")
+    p.add_argument("-o", "--output", type=Path,
+                   help="write JSON lines here, not to stdout (Parquet if it ends in .parquet)")
     p.set_defaults(handler=run)
 
 
@@ -47,29 +48,23 @@ def run(args: argparse.Namespace) -> int:
                         window=args.window, method=args.method)
     transducer = Transducer(query.dfa, query.window)
     matchers = load_state(args.resume_from, query, transducer) if args.resume_from else {}
-    rows = []
+    parts: dict[str, list] = {}
     for block in blocks:
         matcher = matchers.get(block.stream_id)
         if matcher is None:
             matcher = matchers[block.stream_id] = StreamMatcher(query, transducer)
         try:
-            groups = matcher.feed(block.t0, block.probs)
+            groups = matcher.feed_columns(block.t0, block.probs)
         except InputError as exc:
             raise InputError(f"{args.input}: stream {block.stream_id!r}: {exc}") from exc
-        rows += [_row(block.stream_id, g) for g in groups]
+        parts.setdefault(block.stream_id, []).append(groups)
     if args.save_state is None:  # the streams end here
         for sid, matcher in matchers.items():
-            rows += [_row(sid, g) for g in matcher.finish()]
-    rows.sort(key=lambda r: (r["stream_id"], r["t_start"],
-                             -1 if r["t_first"] is None else r["t_first"]))
-    write_lines(rows, args.output)
+            parts.setdefault(sid, []).append(matcher.finish_columns())
+    write_groups(sorted_groups(parts), args.output)
     if args.save_state is not None:
         save_state(args.save_state, query, matchers)
     return 0
-
-
-def _row(stream_id: str, group) -> dict:
-    return {"stream_id": stream_id, **group.as_dict()}
 
 
 def save_state(path: Path, query: Query, matchers: dict[str, StreamMatcher]) -> None:
@@ -81,12 +76,7 @@ def save_state(path: Path, query: Query, matchers: dict[str, StreamMatcher]) -> 
     buf = io.BytesIO()
     np.savez_compressed(buf, header=np.array(json.dumps(header)), **arrays)
     tmp = path.with_name(path.name + ".tmp")
-    with writing(path):
-        try:
-            tmp.write_bytes(buf.getvalue())
-        except OSError:
-            tmp.unlink(missing_ok=True)  # never leave half a state file behind
-            raise
+    tmp.write_bytes(buf.getvalue())
     tmp.replace(path)
 
 

@@ -1,7 +1,10 @@
-"""Where a command's JSON lines go: a file, or standard output.
+"""Output of `probcep group` and `probcep approx`, written from columns.
 
-A full disk (or a full pipe target, such as `> /dev/full`) is one error line naming the
-file, never a traceback, and never a second error when Python flushes stdout at exit.
+JSON lines are formatted with one `%` template per stream instead of a dict and a
+`json.dumps` per line: the bytes are those `json.dumps` gives (keys in the same order,
+`", "` and `": "` separators, ASCII escapes, floats as `repr`), which
+tests/cli/test_output.py checks against `json.dumps` on random groups. A `.parquet`
+output gets the same columns as an Arrow table.
 """
 
 from __future__ import annotations
@@ -11,19 +14,105 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from probcep.engine.grouping import GroupColumns
+from probcep.engine.overlap import NONE
 from probcep.errors import writing
 
+GROUP_FIELDS = ("t_start", "t_first", "t_end", "probability", "n_matches",
+                "max_match_probability")
+#: Lines formatted per `join`: bounds the text held at once, not the result.
+LINES_PER_WRITE = 1 << 16
 
-def write_lines(rows: list[dict], output: Path | None) -> None:
-    """One JSON line per row, into `output` or onto stdout."""
-    text = "".join(json.dumps(r) + "\n" for r in rows)
+
+def sorted_groups(parts: dict[str, list[GroupColumns]]) -> list[tuple[str, GroupColumns]]:
+    """Each stream's groups in one block, streams by id, groups by (t_start, t_first)."""
+    out = []
+    for sid in sorted(parts):
+        cols = GroupColumns.concat(parts[sid])
+        order = np.lexsort((cols.t_first, cols.t_start))  # NONE sorts before every time
+        out.append((sid, GroupColumns(*(getattr(cols, name)[order] for name in GROUP_FIELDS))))
+    return out
+
+
+def write_groups(streams: list[tuple[str, GroupColumns]], output: Path | None) -> None:
+    """JSON lines to `output` (stdout if None), or Parquet if it ends in `.parquet`."""
+    if output is not None and output.suffix.lower() == ".parquet":
+        _write_parquet(streams, output)
+        return
+    chunks = (text for sid, cols in streams for text in group_lines(sid, cols))
+    write_text(chunks, output)
+
+
+def group_lines(stream_id: str, cols: GroupColumns):
+    """The JSON lines of one stream's groups, in chunks of text."""
+    head = f'{{"stream_id": {json.dumps(stream_id)}, '
+    first = cols.t_first
+    single = bool((first == NONE).all())
+    exact = single or bool((first != NONE).all())
+    floats_ok = bool(np.isfinite(cols.probability).all()
+                     and np.isfinite(cols.max_match_probability).all())
+    if not (exact and floats_ok):  # NaN, infinity or mixed t_first: json.dumps decides
+        yield "".join(_slow_line(stream_id, row) for row in _rows(cols))
+        return
+    template = (head.replace("%", "%%") + '"t_start": %d, "t_first": '
+                + ("null" if single else "%d") + ', "t_end": %d, "probability": %r, '
+                '"n_matches": %d, "max_match_probability": %r}\n')
+    for lo in range(0, len(cols), LINES_PER_WRITE):
+        part = slice(lo, lo + LINES_PER_WRITE)
+        columns = [getattr(cols, name)[part].tolist() for name in GROUP_FIELDS
+                   if not (single and name == "t_first")]
+        yield "".join(map(template.__mod__, zip(*columns)))
+
+
+def _rows(cols: GroupColumns):
+    return zip(*(getattr(cols, name).tolist() for name in GROUP_FIELDS))
+
+
+def _slow_line(stream_id: str, row) -> str:
+    values = dict(zip(GROUP_FIELDS, row))
+    if values["t_first"] == NONE:
+        values["t_first"] = None
+    return json.dumps({"stream_id": stream_id, **values}) + "\n"
+
+
+def _write_parquet(streams: list[tuple[str, GroupColumns]], output: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def column(name, dtype):
+        parts = [getattr(cols, name) for _, cols in streams]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+    first = column("t_first", np.int64)
+    table = pa.table({
+        "stream_id": pa.array(np.repeat(np.array([sid for sid, _ in streams], object),
+                                        [len(cols) for _, cols in streams]), pa.string()),
+        "t_start": column("t_start", np.int64),
+        "t_first": pa.array(first, pa.int64(), mask=first == NONE),
+        "t_end": column("t_end", np.int64),
+        "probability": column("probability", np.float64),
+        "n_matches": column("n_matches", np.int64),
+        "max_match_probability": column("max_match_probability", np.float64),
+    })
+    with writing(output):
+        pq.write_table(table, output)
+
+
+def write_text(chunks, output: Path | None) -> None:
+    """Chunks of text into `output` or onto stdout. A full disk (or a full pipe target,
+    such as `> /dev/full`) is one error line naming the file, never a traceback, and
+    never a second error when Python flushes stdout at exit."""
     if output is not None:
-        with writing(output):
-            output.write_text(text)
+        with writing(output), open(output, "w", encoding="ascii", newline="") as f:
+            for text in chunks:
+                f.write(text)
         return
     with writing("<stdout>"):
         try:
-            sys.stdout.write(text)
+            for text in chunks:
+                sys.stdout.write(text)
             sys.stdout.flush()
         except OSError:
             _drop_stdout()
@@ -38,3 +127,32 @@ def _drop_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):  # no real file behind stdout (a test)
         pass
+
+
+# --- probcep approx --------------------------------------------------------------------
+
+class MatchLines:
+    """Formats the `"type": "match"` lines of `probcep approx` as `json.dumps` would."""
+
+    def __init__(self):
+        self._names: dict[str, str] = {}
+
+    def line(self, head: str, sigma, tags, symbols, errors: int, match_point: int) -> str:
+        """`head` is `match_head(stream_id)`; `sigma` indexes `tags` and `symbols`."""
+        names = self._names
+        syms = []
+        for i in sigma:
+            s = symbols[i]
+            text = names.get(s)
+            if text is None:
+                text = names[s] = json.dumps(s)
+            syms.append(text)
+        return (f'{head}"positions": [{", ".join(map(str, sigma))}], '
+                f'"tags": [{", ".join([str(tags[i]) for i in sigma])}], '
+                f'"symbols": [{", ".join(syms)}], "errors": {errors}, '
+                f'"match_point": {match_point}}}\n')
+
+
+def match_head(stream_id: str) -> str:
+    return f'{{"type": "match", "stream_id": {json.dumps(stream_id)}, '
+

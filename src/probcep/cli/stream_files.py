@@ -38,8 +38,15 @@ def read_table(path: str | Path) -> pd.DataFrame:
     try:
         if suffix == ".csv":
             return pd.read_csv(path, dtype={"stream_id": str}, float_precision="round_trip")
-        if suffix == ".parquet":
-            return pd.read_parquet(path)
+        if suffix == ".parquet":  # stream ids as a dictionary: no Python string per row
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(path)
+            ids = [n for n in ("stream_id",) if n in schema.names
+                   and (pa.types.is_string(schema.field(n).type)
+                        or pa.types.is_large_string(schema.field(n).type))]
+            return pq.read_table(path, read_dictionary=ids).to_pandas()
         if suffix in (".jsonl", ".ndjson"):
             return pd.read_json(path, lines=True, dtype={"stream_id": str}, precise_float=True)
     except (ValueError, OSError) as exc:
@@ -49,39 +56,48 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple[str, ...],
                                                                           list[StreamBlock]]:
-    """Validate a stream table; return the domain and one block per stream (sorted)."""
+    """Validate a stream table; return the domain and one block per stream (sorted).
+
+    Works on NumPy columns: stream ids are factorized once (no string sort), and rows
+    are reordered only when the file is not already in (stream_id, t) order."""
     missing = [c for c in KEY_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"{source}: missing column(s) {', '.join(missing)}")
     domain = tuple(str(c) for c in frame.columns if c not in KEY_COLUMNS)
     if not domain:
         raise InputError(f"{source}: no symbol columns besides stream_id and t")
-    if frame["stream_id"].isna().any():
-        row = int(np.flatnonzero(frame["stream_id"].isna().to_numpy())[0])
+    codes, uniques = pd.factorize(frame["stream_id"], sort=False)
+    if (codes < 0).any():
+        row = int(np.flatnonzero(codes < 0)[0])
         raise InputError(f"{source}: row {row}: stream_id is missing")
-    frame = frame.assign(stream_id=frame["stream_id"].astype(str))
+    names = sorted({str(u) for u in uniques})  # ids as text, in the order of their text
+    rank = {name: i for i, name in enumerate(names)}
+    codes = np.array([rank[str(u)] for u in uniques], np.int64)[codes]
     t = pd.to_numeric(frame["t"], errors="coerce")
     bad = t.isna() | (t != np.floor(t))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
+        raise InputError(f"{source}: stream {names[codes[i]]!r}: "
                          f"t={_plain(frame['t'].iloc[i])!r} is not an integer")
     huge = outside_int64(t)  # would wrap around in int64
     if huge.any():
         i = int(np.flatnonzero(huge.to_numpy())[0])
-        raise InputError(f"{source}: stream {frame['stream_id'].iloc[i]!r}: "
+        raise InputError(f"{source}: stream {names[codes[i]]!r}: "
                          f"t={_plain(frame['t'].iloc[i])} is outside the 64-bit integer "
                          f"range")
-    frame = frame.assign(t=t.astype(np.int64)).sort_values(["stream_id", "t"], kind="stable")
-    probs = _probabilities(frame, domain, source)
-    streams = frame["stream_id"].to_numpy()
-    times = frame["t"].to_numpy()
+    times = t.to_numpy(np.int64)
+    step_code, step_t = np.diff(codes), np.diff(times)
+    order = None
+    if not ((step_code > 0) | ((step_code == 0) & (step_t >= 0))).all():
+        order = np.lexsort((times, codes))  # stable, like a sort by (stream_id, t)
+        codes, times = codes[order], times[order]
+    probs = _probabilities(frame, domain, source, order, names, codes, times)
     blocks = []
     if not len(frame):
         return domain, blocks
-    bounds = np.flatnonzero(streams[1:] != streams[:-1]) + 1
+    bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(frame)]):
-        sid, ts = streams[lo], times[lo:hi]
+        sid, ts = names[codes[lo]], times[lo:hi]
         step = np.diff(ts)
         if (step == 0).any():
             k = int(np.flatnonzero(step == 0)[0])
@@ -90,22 +106,32 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
             k = int(np.flatnonzero(step != 1)[0])
             raise InputError(f"{source}: stream {sid!r}: gap in t after t={ts[k]} "
                              f"(next is t={ts[k + 1]})")
-        blocks.append(StreamBlock(str(sid), int(ts[0]), probs[lo:hi]))
+        blocks.append(StreamBlock(sid, int(ts[0]), probs[lo:hi]))
     return domain, blocks
 
 
-def _probabilities(frame: pd.DataFrame, domain, source: str) -> np.ndarray:
-    values = frame[list(domain)].apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
+def _probabilities(frame: pd.DataFrame, domain, source: str, order, names, codes,
+                   times) -> np.ndarray:
+    columns = frame[list(domain)]
+    if all(pd.api.types.is_float_dtype(d) or pd.api.types.is_integer_dtype(d)
+           for d in columns.dtypes):
+        values = columns.to_numpy(np.float64)
+    else:
+        values = columns.apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
+    if order is not None:
+        values = values[order]
 
     def where(mask, what):
         r, c = np.argwhere(mask)[0]
-        return (f"{source}: stream {frame['stream_id'].iloc[r]!r}, t={frame['t'].iloc[r]}: "
-                f"{what(r, c)}")
+        return f"{source}: stream {names[codes[r]]!r}, t={times[r]}: {what(r, c)}"
+
+    def raw(r, c):
+        return _plain(frame[domain[c]].iloc[r if order is None else order[r]])
 
     if np.isnan(values).any():
         raise InputError(where(np.isnan(values),
                                lambda r, c: f"probability of {domain[c]!r} is missing or "
-                                            f"not a number ({_plain(frame[domain[c]].iloc[r])!r})"))
+                                            f"not a number ({raw(r, c)!r})"))
     outside = (values < 0) | (values > 1)
     if outside.any():
         raise InputError(where(outside, lambda r, c: f"probability of {domain[c]!r} is "

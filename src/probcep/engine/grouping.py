@@ -33,7 +33,7 @@ from probcep.engine.overlap import (
     add_single,
 )
 from probcep.engine.runs import RunTracker
-from probcep.engine.transducer import Transducer
+from probcep.engine.transducer import COVER_BLOCK, Transducer
 from probcep.errors import InputError, ProbcepError
 
 POLICIES = ("single", "complete")
@@ -254,6 +254,11 @@ class StreamMatcher:
         his = done[:, END] - self.rows_t0 + 1
         firsts = np.where(done[:, FIRST] == NONE, -1, done[:, FIRST] - self.rows_t0)
         q = self.query
+        if q.method == "transducer" and q.policy == "complete" and q.threshold == 0:
+            shared = self.transducer.cover_probabilities(
+                self.rows, self.rows_t0, done[:, START], done[:, END], done[:, FIRST])
+            if shared is not None:
+                return shared
         if q.method == "transducer":
             return self.transducer.accept_probabilities(self.rows, los, his, firsts)
         return np.array([
@@ -268,6 +273,13 @@ class StreamMatcher:
         keep_from = self.next_t if final_before is None else final_before
         if self.n_open:
             keep_from = min(keep_from, int(self.open_i[: self.n_open, START].min()))
+        q = self.query
+        if final_before is not None and q.policy == "complete" and q.threshold == 0 and q.window:
+            # the shared pass of a later group starts at its block's anchor (transducer.py)
+            f = min(self.next_t, int(self.open_i[: self.n_open, FIRST].min())
+                    if self.n_open else self.next_t)
+            block = COVER_BLOCK * q.window
+            keep_from = min(keep_from, (f - q.window) // block * block)
         drop = keep_from - self.rows_t0
         if drop > 0:
             self.rows = self.rows[drop:]

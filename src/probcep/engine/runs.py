@@ -99,10 +99,11 @@ def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, 
                 m += 1
         for k in range(n_touched):
             slot[touched[k]] = -1
-        rq[:m] = oq[:m]
-        rs[:m] = os_[:m]
-        rc[:m] = oc[:m]
-        rm[:m] = om[:m]
+        for i in range(m):  # a plain loop: slicing costs more than the copy
+            rq[i] = oq[i]
+            rs[i] = os_[i]
+            rc[i] = oc[i]
+            rm[i] = om[i]
         n = m
     return probs.shape[0], n, n_ev, DONE
 
@@ -127,6 +128,7 @@ class RunTracker:
         self.c = np.zeros(64, np.int64)
         self.m = np.zeros(64, np.float64)
         self.n = 0
+        self.events_per_row = 4  # grows to what the stream needs (θ = 0: about w)
 
     def min_start(self) -> int | None:
         """Smallest start among live runs: no future match starts before it."""
@@ -136,7 +138,7 @@ class RunTracker:
         """Feed rows for times t0, t0+1, ...; returns match events (t, s, count, max)."""
         dfa = self.dfa
         n_sym = probs.shape[1]
-        cap_ev = max(64, 4 * len(probs))
+        cap_ev = max(64, self.events_per_row * len(probs))
         ev = (np.empty(cap_ev, np.int64), np.empty(cap_ev, np.int64),
               np.empty(cap_ev, np.int64), np.empty(cap_ev, np.float64))
         n_ev = 0
@@ -158,7 +160,9 @@ class RunTracker:
                 self._grow(2 * need)
             if n_ev + need > len(ev[0]):
                 ev = tuple(_grown(a, 2 * (n_ev + need), n_ev) for a in ev)
-        return tuple(a[:n_ev].copy() for a in ev)
+        if n_ev > cap_ev:  # the next block starts with buffers of the size this one needed
+            self.events_per_row = -(-n_ev // len(probs)) + 1
+        return tuple(a[:n_ev] for a in ev)
 
     def _grow(self, size: int):
         arrays = (self.q, self.s, self.c, self.m)

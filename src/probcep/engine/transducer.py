@@ -31,6 +31,13 @@ ACCEPT = 0
 EMPTY = 1
 #: Table entry for a transition not built yet.
 UNKNOWN = -1
+#: Most cells (rows x composites) of the backward array of `cover_probabilities`.
+COVER_CELLS = 1 << 23
+#: Groups share a forward pass per this many windows of t_first: the pass starts one
+#: window early, so the shared work is (COVER_BLOCK + 1) / COVER_BLOCK of the rows.
+COVER_BLOCK = 8
+#: Statuses of `_cover_blocks`.
+DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
@@ -89,6 +96,126 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
     return los.shape[0], 0, nvec, accepted
 
 
+@njit(cache=True, nogil=True)
+def _cover_backward(table, rows, lo, beta, closed, k_min):
+    """beta[k, z] = probability that composite z before row lo + k reaches acceptance in
+    mode B by the last row (beta[-1] is 1 at ACCEPT, else 0), for composites whose mode-B
+    closure is built; rows k_min and later."""
+    n_sym = rows.shape[1]
+    last = beta.shape[0] - 1
+    beta[last, :] = 0.0
+    beta[last, ACCEPT] = 1.0
+    for k in range(last - 1, k_min - 1, -1):
+        r = lo + k
+        nxt = beta[k + 1]
+        cur = beta[k]
+        for z in range(beta.shape[1]):
+            total = 0.0
+            if closed[z]:
+                for a in range(n_sym):
+                    pa = rows[r, a]
+                    if pa > 0.0:
+                        total += pa * nxt[table[z, a, MODE_B]]
+            cur[z] = total
+        cur[ACCEPT] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def _row_sums(rows, lo, hi, out):
+    for r in range(lo, hi):
+        total = 0.0
+        for a in range(rows.shape[1]):
+            total += rows[r, a]
+        out[r] = total
+
+
+@njit(cache=True, nogil=True)
+def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, beta_lo,
+                  closed, out, pos, ids, vals, out_ids, out_vals, mark):
+    """Complete-overlap P(g) at θ = 0 for the groups of each block, sharing one mode-A
+    pass per block (see `Transducer.cover_probabilities`).
+
+    Block b holds groups pos-order block_end[b-1]..block_end[b]-1 and starts its pass at
+    row anchors[b]. pos = [block, group, row, nvec] says where to resume; the vector
+    (ids, vals) holds the distribution before that row, normalized to sum 1. Returns a
+    status: DONE, or NEED_A / NEED_T / NEED_B with the composite that needs its mode-A
+    row, mode-T row or mode-B closure built (pos then says where to resume).
+    """
+    n_sym = rows.shape[1]
+    n_beta = beta.shape[1]
+    b, g, r, nvec = pos[0], pos[1], pos[2], pos[3]
+    while b < anchors.shape[0]:
+        if nvec == 0:  # a fresh block
+            r = anchors[b]
+            ids[0] = EMPTY
+            vals[0] = 1.0
+            nvec = 1
+        while g < block_end[b]:
+            f = firsts[g]
+            if r == f:
+                total = 0.0
+                for i in range(nvec):
+                    x = ids[i]
+                    v = vals[i]
+                    if table[x, 0, MODE_T] == UNKNOWN:
+                        pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
+                        return NEED_T, x
+                    for a in range(n_sym):
+                        pa = rows[f, a]
+                        if pa <= 0.0:
+                            continue
+                        d = table[x, a, MODE_T]
+                        if d == ACCEPT:
+                            total += v * pa
+                        elif d >= n_beta or not closed[d]:
+                            pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
+                            return NEED_B, d
+                        else:
+                            total += v * pa * beta[f + 1 - beta_lo, d]
+                scale = 1.0  # the mass of the group's own rows before t_first
+                for r2 in range(starts[g], f):
+                    scale *= sums[r2]
+                out[g] = total * scale
+                g += 1
+                continue
+            for i in range(nvec):
+                if table[ids[i], 0, MODE_A] == UNKNOWN:
+                    pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
+                    return NEED_A, ids[i]
+            m = 0
+            for i in range(nvec):
+                src = ids[i]
+                v = vals[i]
+                for a in range(n_sym):
+                    pa = rows[r, a]
+                    if pa <= 0.0:
+                        continue
+                    dst = table[src, a, MODE_A]
+                    k = mark[dst]
+                    if k < 0:
+                        mark[dst] = m
+                        out_ids[m] = dst
+                        out_vals[m] = v * pa
+                        m += 1
+                    else:
+                        out_vals[k] += v * pa
+            total = 0.0
+            for i in range(m):
+                total += out_vals[i]
+            for i in range(m):
+                mark[out_ids[i]] = -1
+                ids[i] = out_ids[i]
+                vals[i] = out_vals[i] / total
+            if m == 1:
+                vals[0] = 1.0  # exactly: a pass that reaches one composite forgets its past
+            nvec = m
+            r += 1
+        b += 1
+        nvec = 0
+    pos[0], pos[1], pos[2], pos[3] = b, g, r, 0
+    return DONE, -1
+
+
 class Transducer:
     """Memoised composite-state transitions for one DFA and window."""
 
@@ -99,6 +226,9 @@ class Transducer:
         self.ids: dict[tuple, int] = {(): EMPTY}
         self.table = np.full((64, len(dfa.domain), 3), UNKNOWN, np.int32)
         self.table[ACCEPT] = ACCEPT
+        #: Composites whose mode-B row and those of all their mode-B successors are built.
+        self.b_closed = np.zeros(64, np.bool_)
+        self.b_closed[ACCEPT] = True
         #: Memo for the matchers sharing this transducer: whether a silent row (θ, row
         #: bytes) leaves a matcher without live runs where it found none.
         self.inert: dict[tuple[float, bytes], bool] = {}
@@ -117,6 +247,8 @@ class Transducer:
                 grown = np.full((2 * len(self.table),) + self.table.shape[1:], UNKNOWN, np.int32)
                 grown[: len(self.table)] = self.table
                 self.table = grown
+                self.b_closed = np.resize(self.b_closed, len(grown))
+                self.b_closed[cid:] = False
         return cid
 
     def _step(self, key: tuple, a: int, mode: int) -> int:
@@ -168,3 +300,74 @@ class Transducer:
                     if self.table[cid, 0, mode] == UNKNOWN:
                         self.build(int(cid), mode)
         return out
+
+    def cover_probabilities(self, rows: np.ndarray, rows_t0: int, starts, ends,
+                            firsts) -> np.ndarray | None:
+        """P(g) for complete-overlap groups at θ = 0 with a window, sharing the work among
+        groups; None where it does not apply (no window, too many composites).
+
+        At θ = 0 every match of positive probability is in M_θ, so every match that runs at
+        t_first lies inside its group's bounds, and P(g) is the probability that some
+        match runs at t_first. So groups can share passes that start earlier and end later
+        than their own rows. Groups are taken in blocks of `COVER_BLOCK` windows of
+        t_first, on a grid of absolute time: a block's mode-A pass starts one window before
+        it, at a row that depends on the stream alone (never on how it was cut into
+        batches), and is normalized at every row; one mode-B pass backward gives, for
+        every row and composite, the probability of acceptance after it. A group then
+        costs one mode-T step between the two, times the mass of its own rows before
+        t_first. The result is the per-group pass's to rounding (tests: 1e-12), and the
+        same bits for any split into batches. Arguments are absolute times; groups are
+        sorted by t_first; `rows` start at `rows_t0` and reach every group's end.
+        """
+        w = self.window
+        if not w or len(firsts) == 0:
+            return None
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+        block = COVER_BLOCK * w
+        anchor = (np.asarray(firsts, np.int64) - w) // block * block
+        starts, firsts = (np.asarray(a, np.int64) - rows_t0 for a in (starts, firsts))
+        anchor = np.maximum(anchor - rows_t0, 0)  # rows_t0 itself is a fresh start
+        cuts = np.flatnonzero(np.diff(anchor)) + 1
+        anchors, block_end = anchor[np.r_[0, cuts]], np.r_[cuts, len(anchor)]
+        beta_lo, hi = int(firsts.min()) + 1, int(np.max(ends)) - rows_t0 + 1
+        if (hi - beta_lo + 1) * self.n_states > COVER_CELLS:
+            return None
+        sums = np.zeros(len(rows))
+        _row_sums(rows, int(anchors[0]), hi, sums)
+        out = np.zeros(len(firsts))
+        pos = np.zeros(4, np.int64)  # where _cover_blocks resumes, with the vector kept
+        kept, beta = (np.zeros(0, np.int64), np.zeros(0)), None
+        while True:
+            if beta is None:
+                beta = np.zeros((hi - beta_lo + 1, self.n_states))
+                _cover_backward(self.table, rows, beta_lo, beta, self.b_closed, 0)
+            size = self.n_states
+            ids, vals = np.zeros(size, np.int64), np.zeros(size)
+            if pos[3]:
+                ids[: pos[3]], vals[: pos[3]] = kept
+            mark = np.full(len(self.table), -1, np.int64)
+            status, cid = _cover_blocks(self.table, rows, sums, anchors, block_end, starts,
+                                        firsts, beta, beta_lo, self.b_closed, out, pos, ids,
+                                        vals, np.empty(size, np.int64), np.empty(size), mark)
+            if status == DONE:
+                return out
+            kept = ids[: pos[3]].copy(), vals[: pos[3]].copy()
+            if status == NEED_B:
+                self._close_b(int(cid))
+                beta = None
+            else:
+                self.build(int(cid), MODE_A if status == NEED_A else MODE_T)
+
+    def _close_b(self, cid: int):
+        """Build the mode-B rows of `cid` and of every composite mode B leads it to."""
+        todo = [cid]
+        while todo:
+            c = todo.pop()
+            if self.b_closed[c]:
+                continue
+            if self.table[c, 0, MODE_B] == UNKNOWN:
+                self.build(c, MODE_B)
+            self.b_closed[c] = True
+            todo.extend(int(d) for d in set(self.table[c, :, MODE_B].tolist())
+                        if not self.b_closed[d])
+

@@ -1,0 +1,103 @@
+"""The column writers of `probcep group` and `probcep approx` against the per-line
+`json.dumps` they replace (kept here as the reference), byte for byte."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probcep.cli import main
+from probcep.cli.output import MatchLines, group_lines, match_head, sorted_groups, write_groups
+from probcep.engine.grouping import GroupColumns
+from probcep.engine.overlap import NONE
+
+
+def reference_lines(parts: dict[str, list[GroupColumns]]) -> str:
+    """What `probcep group` wrote before the column writer: one dict and one json.dumps
+    per group, sorted by (stream_id, t_start, t_first)."""
+    rows = [{"stream_id": sid, **g.as_dict()} for sid, cols in parts.items()
+            for part in cols for g in part.groups()]
+    rows.sort(key=lambda r: (r["stream_id"], r["t_start"],
+                             -1 if r["t_first"] is None else r["t_first"]))
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+stream_ids = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
+floats = st.one_of(st.floats(0.0, 1.0), st.floats(1e-320, 1e-3),
+                   st.sampled_from([0.0, 1.0, 1e-5, 1e-16, 5e-324, 0.1, 1 / 3]))
+
+
+@st.composite
+def group_columns(draw, single: bool):
+    n = draw(st.integers(0, 6))
+    starts = sorted(draw(st.lists(st.integers(-2 ** 40, 2 ** 40), min_size=n, max_size=n)))
+    firsts = [NONE] * n if single else sorted(
+        draw(st.lists(st.integers(-2 ** 40, 2 ** 40), min_size=n, max_size=n, unique=True)))
+    ints = lambda: np.array(draw(st.lists(st.integers(0, 2 ** 63 - 1), min_size=n,  # noqa
+                                          max_size=n)), np.int64)
+    fl = lambda: np.array(draw(st.lists(floats, min_size=n, max_size=n)), np.float64)  # noqa
+    return GroupColumns(np.array(starts, np.int64), np.array(firsts, np.int64), ints(),
+                        fl(), ints(), fl())
+
+
+@st.composite
+def parts(draw):
+    single = draw(st.booleans())
+    ids = draw(st.lists(stream_ids, max_size=4, unique=True))
+    return {sid: draw(st.lists(group_columns(single), min_size=1, max_size=3)) for sid in ids}
+
+
+@settings(max_examples=100, deadline=None)
+@given(parts())
+def test_json_lines_are_those_of_json_dumps(groups):
+    text = "".join(chunk for sid, cols in sorted_groups(groups)
+                   for chunk in group_lines(sid, cols))
+    assert text == reference_lines(groups)
+
+
+def test_non_finite_probabilities_fall_back_to_json_dumps(tmp_path):
+    cols = GroupColumns(np.array([1, 2]), np.array([NONE, NONE]), np.array([3, 4]),
+                        np.array([np.nan, np.inf]), np.array([1, 1]), np.array([0.5, 0.5]))
+    path = tmp_path / "g.jsonl"
+    write_groups(sorted_groups({"s": [cols]}), path)
+    assert path.read_text() == reference_lines({"s": [cols]})
+
+
+@settings(max_examples=100, deadline=None)
+@given(stream_ids, st.lists(st.tuples(st.lists(st.integers(0, 9), max_size=4),
+                                      st.integers(0, 3), st.integers(-5, 10 ** 12))),
+       st.lists(st.integers(-(2 ** 62), 2 ** 62), min_size=10, max_size=10),
+       st.lists(st.text(max_size=3), min_size=10, max_size=10))
+def test_approx_match_lines_are_those_of_json_dumps(sid, matches, tags, symbols):
+    fmt, head = MatchLines(), match_head(sid)
+    for sigma, errors, point in matches:
+        want = json.dumps({"type": "match", "stream_id": sid, "positions": list(sigma),
+                           "tags": [tags[i] for i in sigma],
+                           "symbols": [symbols[i] for i in sigma],
+                           "errors": errors, "match_point": point}) + "\n"
+        assert fmt.line(head, tuple(sigma), tags, symbols, errors, point) == want
+
+
+def test_parquet_output_holds_the_json_lines(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    frames = []
+    for k in range(2):
+        p = rng.dirichlet(np.full(3, 0.4), size=300)
+        frames.append(pd.DataFrame({"stream_id": f"s{k}", "t": np.arange(300),
+                                    "a": p[:, 0], "b": p[:, 1], "c": 1.0 - p[:, 0] - p[:, 1]}))
+    data = tmp_path / "in.parquet"
+    pd.concat(frames).to_parquet(data)
+    for policy in ("single", "complete"):
+        opts = ["--pattern", "a b+ c", "--policy", policy, "--threshold", "0.01",
+                "--window", "8"]
+        assert main(["group", str(data), *opts]) == 0
+        lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        out = tmp_path / f"{policy}.parquet"
+        assert main(["group", str(data), *opts, "-o", str(out)]) == 0
+        table = pd.read_parquet(out)
+        table["t_first"] = table["t_first"].astype(object).where(table["t_first"].notna(), None)
+        assert lines and table.to_dict("records") == lines
