@@ -16,6 +16,7 @@ from probcep.errors import ProbcepError
 #: inside their handlers, so `probcep group` never pays for them.
 COMMAND_MODULES = (
     "probcep.cli.group",
+    "probcep.cli.correlate",
     "probcep.cli.approx",
     "probcep.cli.plot",
     "probcep.cli.steps",

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             rows += [_row(sid, g) for g in matcher.finish()]
     rows.sort(key=lambda r: (r["stream_id"], r["t_start"],
                              -1 if r["t_first"] is None else r["t_first"]))
-    _write_lines(rows, args.output)
+    write_lines(rows, args.output)
     if args.save_state is not None:
         save_state(args.save_state, query, matchers)
     return 0
@@ -72,7 +72,7 @@ def _row(stream_id: str, group) -> dict:
     return {"stream_id": stream_id, **group.as_dict()}
 
 
-def _write_lines(rows: list[dict], output: Path | None) -> None:
+def write_lines(rows: list[dict], output: Path | None) -> None:
     text = "".join(json.dumps(r) + "\n" for r in rows)
     if output is None:
         sys.stdout.write(text)

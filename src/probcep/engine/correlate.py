@@ -80,7 +80,9 @@ class Correlated:
     probability: float
 
     def as_dict(self) -> dict:
-        return {"stream_id": self.stream_id, **self.group.as_dict(),
+        group = self.group.as_dict()
+        return {"stream_id": self.stream_id,
+                **{k: v for k, v in group.items() if k != "probability"},
                 "live_probability": self.group.probability,
                 "archive_probability": self.archive_probability,
                 "r_lo": self.r_lo, "r_hi": self.r_hi, "probability": self.probability}
