@@ -1,6 +1,6 @@
 """The pipeline's steps as `probcep` verbs, each named like its `jobs/` file and Airflow
-task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`, and `run` (a
-night or a backfill) and `rerun` (after a data fix)."""
+task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`,
+`correlate-day`, and `run` (a night or a backfill) and `rerun` (after a data fix)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ def register(sub) -> None:
          validate_gold)
     _day(sub, "publish-alerts", "replace a day's alerts from its groups and record what "
                                 "changed", publish_alerts)
+    _day(sub, "correlate-day", "join a day's groups with the registry's correlations' archive "
+                               "patterns over their lookback ranges (docs/semantics.md §8)",
+         correlate_day)
     p = sub.add_parser("run", help="the night of a day (--date) or of a range (--from/--to)",
                        description="The nightly work for a day, or for every day of a range "
                                    "in order (a backfill).")
@@ -108,6 +111,14 @@ def publish_alerts(args: argparse.Namespace) -> int:
     changes = publish(ctx, args.date)
     print(f"{args.date}: alerts added {changes.added}, retracted {changes.retracted} "
           f"(run {ctx.run_id})")
+    return 0
+
+
+def correlate_day(args: argparse.Namespace) -> int:
+    from probcep.pipeline.correlate_day import correlate_day as correlate
+
+    for report in correlate(_context(args, "correlate-day"), args.date):
+        print(report.line())
     return 0
 
 

@@ -147,13 +147,15 @@ class ArchiveStats:
     bucket: int
     counts: dict[tuple[str, int], float] = field(default_factory=dict)
     covered: dict[str, tuple[int, int]] = field(default_factory=dict)
+    offset: int = 0  # bucket k holds t in [offset + k·bucket, offset + (k + 1)·bucket)
 
     def bound(self, stream_id: str, lo: int, hi: int) -> float:
         span = self.covered.get(stream_id)
         if span is None or lo < span[0] or hi > span[1]:
             return float("inf")
         return sum(self.counts.get((stream_id, b), 0.0)
-                   for b in range(lo // self.bucket, hi // self.bucket + 1))
+                   for b in range((lo - self.offset) // self.bucket,
+                                  (hi - self.offset) // self.bucket + 1))
 
     @classmethod
     def from_timeline(cls, dfa: Dfa, window: int | None, timeline: Timeline,
