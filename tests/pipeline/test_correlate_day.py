@@ -15,8 +15,9 @@ from probcep.config.correlations import parse_correlation
 from probcep.engine.grouping import Group
 from probcep.engine.read_plans import STRATEGIES, Timeline, correlate
 from probcep.engine.transducer import Transducer
+from probcep.lake.expectations import ExpectationError
 from probcep.lake.tables import ARCHIVE_STATS, CORRELATION_ALERTS, CORRELATIONS, GROUPS
-from probcep.pipeline.correlate_day import correlate_day
+from probcep.pipeline.correlate_day import check_correlations, correlate_day
 from probcep.pipeline.group_day import group_exact
 from probcep.pipeline.rerun import correlation_days
 from tests.pipeline.nights import (
@@ -92,6 +93,14 @@ def test_nights_equal_one_pass_and_strategies_agree(spark, tmp_path):
     assert np.allclose(first_rows.probability,
                        first_rows.live_probability * first_rows.archive_probability,
                        rtol=0, atol=1e-12)
+    stored = CORRELATIONS.read(tmp_path / "lake").to_pandas()
+    check_correlations(stored)  # passes as written
+    broken = stored.copy()
+    broken.loc[0, "probability"] = 0.99
+    broken.loc[1, "r_hi"] = broken.loc[1, "t_start"]
+    with pytest.raises(ExpectationError, match="product_error") as failed:
+        check_correlations(broken)
+    assert "'column_A': 't_start', 'column_B': 'r_hi'" in str(failed.value)
     alerts = CORRELATION_ALERTS.read(tmp_path / "lake")
     assert pc.all(pc.greater_equal(alerts["probability"], 0.2)).as_py() is not False
 

@@ -287,8 +287,8 @@ CORRELATIONS = Table("gold/correlations", "batch_date", pa.schema([
     ("ts_start", UTC_MICROS), ("ts_first", UTC_MICROS), ("ts_end", UTC_MICROS),
     ("n_matches", pa.int64()), ("max_match_probability", pa.float64()),
     ("live_probability", pa.float64()), ("archive_probability", pa.float64()),
-    ("r_lo", pa.int64()), ("r_hi", pa.int64()), ("probability", pa.float64()),
-    ("silver_version", pa.int64()), ("strategy", pa.string()),
+    ("r_lo", pa.int64()), ("r_hi", pa.int64()), ("mode", pa.string()),
+    ("probability", pa.float64()), ("silver_version", pa.int64()), ("strategy", pa.string()),
     ("batch_date", pa.date32()), ("run_id", pa.string()),
 ]))
 CORRELATION_ALERTS = Table("gold/correlation_alerts", "batch_date", pa.schema([

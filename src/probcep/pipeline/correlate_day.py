@@ -14,6 +14,7 @@ same rows, and a killed run leaves no partial commit.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 
@@ -68,8 +69,21 @@ def correlate_day(ctx: RunContext, day: dt.date,
             return SILVER.files(ctx.lake, [("date", "=", d.isoformat())], version=version)
     else:
         files_of_day = ctx.source.files
-    return [_one(ctx, day, c, version, files_of_day)
-            for c in (ctx.correlations if correlations is None else correlations)]
+    chosen = ctx.correlations if correlations is None else correlations
+    computed = [_compute(ctx, day, c, version, files_of_day) for c in chosen]
+    if computed:  # one validation for the day's rows of every correlation
+        check_correlations(pa.concat_tables([t for t, _ in computed]).to_pandas(),
+                           day=day.isoformat(), run_id=ctx.run_id)
+    reports = []
+    for c, (table, report) in zip(chosen, computed):
+        meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "correlation": c.name,
+                "correlation_version": c.version, "strategy": c.strategy,
+                "silver_version": "" if version is None else version}
+        CORRELATIONS.replace_day(ctx.lake, day, table, meta, correlation=[c.name])
+        added, retracted = publish_correlation_alerts(ctx, day, c, table)
+        reports.append(dataclasses.replace(report, alerts_added=added,
+                                           alerts_retracted=retracted))
+    return reports
 
 
 def live_groups(ctx: RunContext, day: dt.date, c: RegisteredCorrelation) -> dict[str, list]:
@@ -83,7 +97,8 @@ def live_groups(ctx: RunContext, day: dt.date, c: RegisteredCorrelation) -> dict
     return groups
 
 
-def _one(ctx, day, c: RegisteredCorrelation, version, files_of_day) -> CorrelateReport:
+def _compute(ctx, day, c: RegisteredCorrelation, version, files_of_day):
+    """The day's rows of one correlation (not yet written) and their report."""
     corr = c.correlation
     groups = live_groups(ctx, day, c)
     lo, end = ctx.clock.day_range(day)
@@ -98,13 +113,21 @@ def _one(ctx, day, c: RegisteredCorrelation, version, files_of_day) -> Correlate
     rows = correlate(corr, Transducer(corr.dfa, corr.window), groups, archive, c.strategy,
                      night, stats)
     table = correlation_rows(rows, c, day, ctx, version)
-    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "correlation": c.name,
-            "correlation_version": c.version, "strategy": c.strategy,
-            "silver_version": "" if version is None else version}
-    CORRELATIONS.replace_day(ctx.lake, day, table, meta, correlation=[c.name])
-    added, retracted = publish_correlation_alerts(ctx, day, c, table)
-    return CorrelateReport(day, c.name, len(starts), table.num_rows, archive.rows_read,
-                           added, retracted)
+    return table, CorrelateReport(day, c.name, len(starts), table.num_rows, archive.rows_read,
+                                  0, 0)
+
+
+def check_correlations(frame, docs_dir=None, *, day: str | None = None,
+                       run_id: str | None = None):
+    """Validate gold.correlations rows (pandas) with the correlation suite, after adding
+    the column it bounds: how far `probability` is from the product of its parts."""
+    from probcep.lake.expectations import CORRELATIONS_SUITE, validate
+
+    archive = np.where(frame["mode"] == "exists", frame["archive_probability"],
+                       1.0 - frame["archive_probability"])
+    frame = frame.assign(product_error=np.abs(
+        frame["probability"] - frame["live_probability"] * archive))
+    return validate(frame, CORRELATIONS_SUITE, docs_dir=docs_dir, day=day, run_id=run_id)
 
 
 def correlation_rows(rows: list[Correlated], c: RegisteredCorrelation, day: dt.date,
@@ -121,7 +144,7 @@ def correlation_rows(rows: list[Correlated], c: RegisteredCorrelation, day: dt.d
                                                "r_lo", "r_hi") else None)
            if k != "stream_id" else pa.array(v, pa.string()) for k, v in data.items()},
         "silver_version": pa.array([version] * n, pa.int64()),
-        "strategy": [c.strategy] * n,
+        "mode": [c.correlation.mode] * n, "strategy": [c.strategy] * n,
         "batch_date": pa.array([day] * n, pa.date32()),
         "run_id": pa.array([ctx.run_id] * n, pa.string()),
     })
