@@ -99,14 +99,17 @@ def _match_ends(delta, accepting, dist_next, start, window, rows, carry):
     out = np.zeros(rows.shape[0])
     cur = carry.copy()
     nxt = np.zeros_like(cur)
+    alive = True  # some run may be live (a silent stretch kills them: then rows are cheap)
     for r in range(rows.shape[0]):
-        nxt[:, :] = 0.0
+        if alive:
+            nxt[:, :] = 0.0
         ends = 0.0
+        grew = False
         for a in range(n_sym):
             p = rows[r, a]
             if p <= 0.0:
                 continue
-            for q in range(-1, n_states):  # -1: the run that starts at this row
+            for q in range(-1, n_states if alive else 0):  # -1: the run starting here
                 for k in range(n_len if q >= 0 else 1):
                     v = 1.0 if q < 0 else cur[q, k]
                     if v == 0.0:
@@ -124,8 +127,13 @@ def _match_ends(delta, accepting, dist_next, start, window, rows, carry):
                     if d >= UNREACHABLE or (window > 0 and length + d > window):
                         continue
                     nxt[q2, length - 1 if window > 0 else 0] += m
+                    grew = True
         out[r] = ends
-        cur, nxt = nxt, cur
+        if alive or grew:
+            cur, nxt = nxt, cur
+        if alive and not grew:
+            nxt[:, :] = 0.0  # the old runs: cleared once, then silent rows skip the clearing
+        alive = grew
     return out, cur
 
 
