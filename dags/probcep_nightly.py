@@ -22,6 +22,10 @@ logical date D processes D; one without a logical date, the last day that had en
    the nights would have.
 6. **validate_gold**: the day's `gold/groups` against the gold expectations.
 7. **publish_alerts**: `gold/alerts` for the day, changes to `gold/alert_changes`.
+8. **correlate_day**: one mapped task per registered correlation (the registry's
+   `correlations:`, listed by **list_correlations**), once the gold groups it joins are
+   validated: `gold/correlations` and `gold/correlation_alerts` for the day, reading
+   silver's archive at the version pinned when it starts (docs/semantics.md §8).
 
 Unpaused with `catchup=False`, the DAG at once runs the last day that has ended, then one
 day each midnight UTC. Each Spark step is `jobs/<task>.py`, the `probcep` verb of the same
@@ -167,6 +171,20 @@ def probcep_nightly():
     def group_args(name: str, dag_run=None) -> list[str]:
         return ["--date", run_day(dag_run), "--pattern", name]
 
+    @task(retries=0)
+    def list_correlations() -> list[str]:
+        """The names of the registered correlations (patterns.yaml), sorted (maybe none)."""
+        import yaml
+
+        from probcep.config.settings import load_settings
+
+        path = load_settings().registry
+        return sorted((yaml.safe_load(path.read_text()) or {}).get("correlations") or {})
+
+    @task(retries=0)
+    def correlate_args(name: str, dag_run=None) -> list[str]:
+        return ["--date", run_day(dag_run), "--correlation", name]
+
     ingest = spark_job("ingest")
     normalize = spark_job("normalize")
     group_day = SparkSubmitOperator.partial(
@@ -176,7 +194,13 @@ def probcep_nightly():
     validate_gold = spark_job("validate_gold")
     publish_alerts = spark_job("publish_alerts")
 
+    correlate_day = SparkSubmitOperator.partial(
+        task_id="correlate_day", application=job("correlate_day"), conn_id="spark_default",
+        name="probcep-correlate_day",
+    ).expand(application_args=correlate_args.expand(name=list_correlations()))
+
     wait_for_landing() >> ingest >> normalize >> group_day >> validate_gold >> publish_alerts
+    validate_gold >> correlate_day
 
 
 probcep_nightly()

@@ -65,10 +65,15 @@ def test_nightly_runs_the_steps_in_order_with_one_mapped_group_per_pattern(dagba
         "group_day": ["group_args", "normalize"],
         "validate_gold": ["group_day"],
         "publish_alerts": ["validate_gold"],
+        "list_correlations": [],
+        "correlate_args": ["list_correlations"],
+        "correlate_day": ["correlate_args", "validate_gold"],
     }
     assert tasks["group_day"]["mapped"] and tasks["group_args"]["mapped"]
+    assert tasks["correlate_day"]["mapped"] and tasks["correlate_args"]["mapped"]
     assert tasks["wait_for_landing"]["timeout"] and tasks["wait_for_landing"]["timeout"] > 0
-    steps = ("ingest", "normalize", "group_day", "validate_gold", "publish_alerts")
+    steps = ("ingest", "normalize", "group_day", "validate_gold", "publish_alerts",
+             "correlate_day")
     assert [Path(tasks[t]["application"]).stem for t in steps] == list(steps)
 
 

@@ -26,6 +26,8 @@ def test_demo_finds_the_true_visits(spark, tmp_path):
     assert len(card.false_alarms) <= 2
     text = "\n".join(lines)
     assert "against the true visits" in text and "quarantine" in text
+    assert "revisit: A room visit with another visit" in text  # the demo's correlation
+    assert "inside the range: P" in text
     assert (tmp_path / "lake" / "silver" / "distributions" / "_delta_log").is_dir()
     from deltalake import DeltaTable
 

@@ -90,3 +90,46 @@ def reference_groups(probs, letters, regex, policy, threshold, window, t0=0):
             groups.append((lo, f, hi, p, len(members), max(m[2] for m in members)))
     return sorted((lo + t0, None if f is None else f + t0, hi + t0, p, n, mx)
                   for lo, f, hi, p, n, mx in groups)
+
+
+def correlation_probability(probs, letters, live, archive, group, r, mode):
+    """P(E_L ∧ E_A) (exists) or P(E_L ∧ ¬E_A) (absent) by listing every world over
+    [min(R.lo, t_start), t_end], without using their independence (docs/semantics.md §8).
+
+    `live` and `archive` are (regex, window) pairs; `group` is (t_start, t_first, t_end)
+    in rows, t_first None under single overlap; `r` is (lo, hi) in rows or None (empty).
+    """
+    t_start, first, t_end = group
+    lo = t_start if r is None else min(r[0], t_start)
+    memo = {}
+
+    def holds(regex, window, text, a, b, f=None):
+        """A match of `regex` inside rows a..b of the world (with a <= s <= f <= e)."""
+        key = (regex, window, text[a - lo:b - lo + 1], None if f is None else f - a)
+        if key not in memo:
+            memo[key] = _has_match(re.compile(regex), window, key[2], key[3])
+        return memo[key]
+
+    total = 0.0
+    for seq in itertools.product(*(_support(probs[t]) for t in range(lo, t_end + 1))):
+        text = "".join(letters[i] for i in seq)
+        if not holds(live[0], live[1], text, t_start, t_end, first):
+            continue
+        in_archive = r is not None and holds(archive[0], archive[1], text, r[0], r[1])
+        if in_archive == (mode == "exists"):
+            total += math.prod(probs[t][i] for t, i in zip(range(lo, t_end + 1), seq))
+    return total
+
+
+def _has_match(pattern, window, text, first):
+    for s in range(len(text)):
+        if first is not None and s > first:
+            return False
+        for e in range(s, len(text)):
+            if window is not None and e - s + 1 > window:
+                break
+            if first is not None and e < first:
+                continue
+            if pattern.fullmatch(text[s:e + 1]):
+                return True
+    return False

@@ -19,6 +19,7 @@ from probcep.errors import ProbcepError, from_executors, writing
 #: inside their handlers, so `probcep group` never pays for them.
 COMMAND_MODULES = (
     "probcep.cli.group",
+    "probcep.cli.correlate",
     "probcep.cli.approx",
     "probcep.cli.plot",
     "probcep.cli.steps",

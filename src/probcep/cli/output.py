@@ -100,6 +100,11 @@ def _write_parquet(streams: list[tuple[str, GroupColumns]], output: Path) -> Non
         pq.write_table(table, output)
 
 
+def write_lines(rows: list[dict], output: Path | None) -> None:
+    """One JSON line per row (`json.dumps`), for outputs too small to need templates."""
+    write_text([json.dumps(r) + "\n" for r in rows], output)
+
+
 def write_text(chunks, output: Path | None) -> None:
     """Chunks of text into `output` or onto stdout. A full disk (or a full pipe target,
     such as `> /dev/full`) is one error line naming the file, never a traceback, and

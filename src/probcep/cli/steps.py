@@ -1,6 +1,6 @@
 """The pipeline's steps as `probcep` verbs, each named like its `jobs/` file and Airflow
-task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`, and `run` (a
-night or a backfill) and `rerun` (after a data fix)."""
+task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`,
+`correlate-day`, and `run` (a night or a backfill) and `rerun` (after a data fix)."""
 
 from __future__ import annotations
 
@@ -27,11 +27,12 @@ def _options(p, patterns: bool = True) -> None:
                             "skipping ingest and normalize")
 
 
-def _day(sub, name: str, text: str, handler, patterns: bool = True) -> None:
+def _day(sub, name: str, text: str, handler, patterns: bool = True):
     p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
     p.add_argument("--date", type=dt.date.fromisoformat, required=True)
     _options(p, patterns)
     p.set_defaults(handler=handler)
+    return p
 
 
 def register(sub) -> None:
@@ -45,6 +46,11 @@ def register(sub) -> None:
          validate_gold)
     _day(sub, "publish-alerts", "replace a day's alerts from its groups and record what "
                                 "changed", publish_alerts)
+    c = _day(sub, "correlate-day", "join a day's groups with the registry's correlations' "
+                                   "archive patterns over their lookback ranges "
+                                   "(docs/semantics.md §8)", correlate_day)
+    c.add_argument("--correlation", action="append", metavar="NAME",
+                   help="only this registered correlation (repeatable; default all)")
     p = sub.add_parser("run", help="the night of a day (--date) or of a range (--from/--to)",
                        description="The nightly work for a day, or for every day of a range "
                                    "in order (a backfill).")
@@ -134,6 +140,23 @@ def publish_alerts(args: argparse.Namespace) -> int:
         changes = publish(ctx, args.date)
     print(f"{args.date}: alerts added {changes.added}, retracted {changes.retracted} "
           f"(run {ctx.run_id})")
+    return 0
+
+
+def correlate_day(args: argparse.Namespace) -> int:
+    from probcep.errors import ProbcepError
+    from probcep.pipeline.correlate_day import correlate_day as correlate
+
+    ctx = _context(args, "correlate-day")
+    chosen = ctx.correlations
+    if args.correlation:
+        unknown = sorted(set(args.correlation) - {c.name for c in chosen})
+        if unknown:
+            raise ProbcepError(f"{ctx.settings.registry}: no correlation(s) {unknown} over "
+                               f"the chosen patterns; known: {[c.name for c in chosen]}")
+        chosen = [c for c in chosen if c.name in args.correlation]
+    for report in correlate(ctx, args.date, chosen):
+        print(report.line())
     return 0
 
 

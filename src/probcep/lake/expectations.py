@@ -22,6 +22,7 @@ from probcep.errors import ProbcepError
 BRONZE_SUITE = "bronze_readings"
 SILVER_SUITE = "silver_distributions"
 GOLD_SUITE = "gold_groups"
+CORRELATIONS_SUITE = "gold_correlations"
 
 
 class ExpectationError(ProbcepError, ValueError):

@@ -76,14 +76,16 @@ class Table:
             filters=filters or None)
         return rows if self.schema is None else rows.select(self.schema.names)
 
-    def files(self, lake, filters=None) -> list[str]:
-        """The current snapshot's files that may hold rows matching `filters` (partition
-        values select files exactly; other columns prune by Delta's min/max statistics)."""
+    def files(self, lake, filters=None, version: int | None = None) -> list[str]:
+        """The files of the current snapshot (or of `version`) that may hold rows matching
+        `filters` (partition values select files exactly; other columns prune by Delta's
+        min/max statistics)."""
         from deltalake import DeltaTable
 
         if not self.exists(lake):
             return []
-        return DeltaTable(str(self.path(lake))).file_uris(file_pruning_predicate=filters or None)
+        return DeltaTable(str(self.path(lake)), version=version).file_uris(
+            file_pruning_predicate=filters or None)
 
     def day_filter(self, day: dt.date, keys: dict[str, Sequence]) -> list:
         return [(self.day_column, "=", day), *((k, "in", list(v)) for k, v in keys.items())]
@@ -274,6 +276,37 @@ APPROX_HISTORY = Table("state/approx_history", "batch_date", pa.schema([
     ("history", pa.binary()), ("run_id", pa.string()),
 ]))
 
+# --- correlations (docs/semantics.md §8) ----------------------------------------------
+
+#: A correlation row's identity: which correlation, which live group.
+CORRELATION_KEY = ("correlation", "correlation_version", "stream_id", "t_start", "t_first",
+                   "t_end")
+
+CORRELATIONS = Table("gold/correlations", "batch_date", pa.schema([
+    ("correlation", pa.string()), ("correlation_version", pa.string()),
+    ("live_pattern", pa.string()), ("live_version", pa.string()), ("stream_id", pa.string()),
+    ("t_start", pa.int64()), ("t_first", pa.int64()), ("t_end", pa.int64()),
+    ("ts_start", UTC_MICROS), ("ts_first", UTC_MICROS), ("ts_end", UTC_MICROS),
+    ("n_matches", pa.int64()), ("max_match_probability", pa.float64()),
+    ("live_probability", pa.float64()), ("archive_probability", pa.float64()),
+    ("r_lo", pa.int64()), ("r_hi", pa.int64()), ("mode", pa.string()),
+    ("probability", pa.float64()), ("silver_version", pa.int64()), ("strategy", pa.string()),
+    ("batch_date", pa.date32()), ("run_id", pa.string()),
+]))
+CORRELATION_ALERTS = Table("gold/correlation_alerts", "batch_date", pa.schema([
+    *CORRELATIONS.schema, ("alert_threshold", pa.float64())]))
+CORRELATION_ALERT_CHANGES = Table("gold/correlation_alert_changes", "batch_date", pa.schema([
+    ("change", pa.string()), ("changed_by_run", pa.string()), *CORRELATION_ALERTS.schema]))
+#: Per correlation version, stream and day: the expected number of archive matches
+#: ending that day (an upper bound on P_A of any range inside it, by the union bound);
+#: the empty stream id holds the value for a stream silent all day.
+ARCHIVE_STATS = Table("state/archive_stats", "date", pa.schema([
+    ("correlation", pa.string()), ("correlation_version", pa.string()),
+    ("stream_id", pa.string()), ("date", pa.date32()), ("expected_matches", pa.float64()),
+    ("silver_version", pa.int64()), ("run_id", pa.string()),
+]))
+
 #: Every table, in data-flow order.
 CATALOG = (BRONZE, QUARANTINE, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
-           APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY)
+           APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY, CORRELATIONS, CORRELATION_ALERTS,
+           CORRELATION_ALERT_CHANGES, ARCHIVE_STATS)

@@ -165,6 +165,20 @@ class RunContext:
     def approximate(self) -> list[RegisteredApprox]:
         return [p for p in self.patterns if isinstance(p, RegisteredApprox)]
 
+    @cached_property
+    def correlations(self) -> list:
+        """The registry's correlations whose live pattern this run groups (its
+        `correlations:` section, docs/semantics.md §8)."""
+        from probcep.config.correlations import load_correlations
+
+        if not self.settings.registry.is_file():
+            return []
+        found = load_correlations(self.settings.registry, self.domain,
+                                  load_registry(self.settings.registry, self.domain),
+                                  self.settings.step)
+        mine = {(p.name, p.version) for p in self.exact}
+        return [c for c in found.values() if (c.live.name, c.live.version) in mine]
+
     @property
     def docs_dir(self) -> Path:
         """Where Great Expectations writes Data Docs."""

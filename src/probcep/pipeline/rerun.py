@@ -5,19 +5,23 @@ day's folder are picked up: normalizing a day reads every batch ingested on or a
 it). Grouping restarts from the states saved before the first fixed day and walks every
 processed day in order, replacing groups, states and alerts; past the fixed range it
 stops at the first day whose recomputed states equal the stored ones, since every later
-day would come out the same. A rerun of unchanged data changes no gold rows.
+day would come out the same. A rerun of unchanged data changes no gold rows. Correlations
+are recomputed for the regrouped days and for the later nights whose archive range
+reaches into the fixed days (`correlation_days`), with their alert changes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
-from probcep.lake.tables import STATES, same_rows
+from probcep.lake.tables import CORRELATIONS, STATES, same_rows
 from probcep.pipeline.approx_day import approx_day
 from probcep.pipeline.context import RunContext
+from probcep.pipeline.correlate_day import correlate_day
 from probcep.pipeline.group_day import (
     PROCESSED,
     GroupResult,
@@ -71,4 +75,21 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     if ctx.approximate:
         for day in fixed:
             approx_day(ctx, day)
+    for day in correlation_days(ctx, [d.day for d in done] + fixed, last):
+        for report in correlate_day(ctx, day):
+            ctx.echo(report.line())
     return done
+
+
+def correlation_days(ctx: RunContext, regrouped: list[dt.date], last: dt.date) -> list[dt.date]:
+    """The days whose correlations a rerun recomputes: those regrouped, and the later
+    correlated days whose archive range can reach into the fixed ones (a group may start
+    the day before its night, so one day more than the lookback)."""
+    if not ctx.correlations:
+        return []
+    steps = ctx.settings.steps_per_day()
+    reach = max(math.ceil(c.correlation.lookback / steps) for c in ctx.correlations) + 1
+    stored = CORRELATIONS.read(ctx.lake, [
+        ("batch_date", ">", last), ("batch_date", "<=", last + dt.timedelta(reach)),
+        ("correlation", "in", [c.name for c in ctx.correlations])])
+    return sorted(set(regrouped) | set(stored["batch_date"].to_pylist()))

@@ -2,7 +2,8 @@
 
 A night prepares the day's silver (with `LakeSilver`: ingest the landing files into
 bronze, normalize them into silver and validate it), groups every pattern (`group-day`,
-states carried from the previous day) and publishes alerts. The days of a range run in
+states carried from the previous day), publishes alerts and joins the groups with the
+registry's correlations (`correlate-day`). The days of a range run in
 date order, since engine state flows night to night; a backfill gives exactly the rows
 the nights one by one would have.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from probcep.errors import ProbcepError
 from probcep.pipeline.context import RunContext
+from probcep.pipeline.correlate_day import CorrelateReport, correlate_day
 from probcep.pipeline.group_day import GroupDayReport, group_day
 from probcep.pipeline.publish_alerts import AlertChanges, publish_alerts
 
@@ -22,6 +24,7 @@ from probcep.pipeline.publish_alerts import AlertChanges, publish_alerts
 class DayReport:
     grouped: GroupDayReport
     alerts: AlertChanges
+    correlated: tuple[CorrelateReport, ...] = ()
 
     def line(self) -> str:
         g = self.grouped
@@ -29,13 +32,17 @@ class DayReport:
                 f"(validated), alerts +{self.alerts.added} -{self.alerts.retracted}")
         if g.approx_matches is not None:
             text += f", approximate match classes {g.approx_matches}"
+        for c in self.correlated:
+            text += f"; {c.correlation}: {c.rows} rows, alerts +{c.alerts_added} " \
+                    f"-{c.alerts_retracted}"
         return text
 
 
 def run_day(ctx: RunContext, day: dt.date) -> DayReport:
-    """The whole night: silver, groups (validated), alerts."""
+    """The whole night: silver, groups (validated), alerts, correlations."""
     ctx.source.prepare(ctx, day)
-    return DayReport(group_day(ctx, day), publish_alerts(ctx, day))
+    grouped, alerts = group_day(ctx, day), publish_alerts(ctx, day)
+    return DayReport(grouped, alerts, tuple(correlate_day(ctx, day)))
 
 
 def days_between(first: dt.date, last: dt.date) -> list[dt.date]:

@@ -1,0 +1,11 @@
+"""spark-submit entry point for `probcep correlate-day`:
+
+    spark-submit jobs/correlate_day.py --date YYYY-MM-DD [--pattern NAME] [--lake DIR]
+"""
+
+import sys
+
+from probcep.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["correlate-day", *sys.argv[1:]]))

@@ -1,0 +1,80 @@
+"""`probcep correlate`: each live group of a pattern joined with an archive pattern over
+a lookback range of the same stream (docs/semantics.md §8), on a file of whole timelines."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from probcep.cli.output import write_lines
+from probcep.cli.stream_files import read_blocks
+from probcep.engine import Query, StreamMatcher
+from probcep.engine.correlate import MODES, Correlation
+from probcep.engine.read_plans import STRATEGIES, ArchiveStats, Timeline, correlate
+from probcep.engine.transducer import Transducer
+from probcep.errors import InputError
+
+#: Timesteps per statistics bucket for `auto` (a day of minutes; any size is sound).
+STATS_BUCKET = 1440
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "correlate", help="join live groups with an archive pattern over a lookback range",
+        description="Group the matches of the live pattern in every stream of INPUT (each "
+                    "stream's whole timeline) and join each group with the archive pattern "
+                    "over [t_start - N, t_start - G] of the same stream; print one JSON "
+                    "line per group whose correlation probability reaches τ.")
+    p.add_argument("input", metavar="INPUT", type=Path,
+                   help=".csv, .parquet or .jsonl with stream_id, t and one column per symbol")
+    p.add_argument("--live-pattern", required=True, metavar="P", help="live pattern")
+    p.add_argument("--policy", choices=("single", "complete"), required=True)
+    p.add_argument("--threshold", type=float, default=0.0, metavar="θ",
+                   help="live match threshold θ in [0, 1] (default 0)")
+    p.add_argument("--window", type=int, default=None, metavar="W",
+                   help="longest live match in timesteps (default: no limit)")
+    p.add_argument("--archive-pattern", required=True, metavar="PA", help="archive pattern")
+    p.add_argument("--archive-window", type=int, default=None, metavar="WA",
+                   help="longest archive match in timesteps (default: no limit)")
+    p.add_argument("--lookback", type=int, required=True, metavar="N",
+                   help="the range starts N timesteps before the group's t_start")
+    p.add_argument("--gap", type=int, default=1, metavar="G",
+                   help="the range ends G >= 1 timesteps before t_start (default 1)")
+    p.add_argument("--mode", choices=MODES, default="exists",
+                   help="the archive pattern must occur (exists) or not (absent)")
+    p.add_argument("--min-probability", type=float, default=0.0, metavar="τ",
+                   help="print groups whose correlation probability is >= τ (default 0)")
+    p.add_argument("--strategy", choices=STRATEGIES, default="auto",
+                   help="how the archive is read (the rows never change; default auto)")
+    p.add_argument("-o", "--output", type=Path, help="write JSON lines here, not to stdout")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    domain, blocks = read_blocks(args.input)
+    query = Query.build(args.live_pattern, domain, policy=args.policy,
+                        threshold=args.threshold, window=args.window)
+    corr = Correlation.build(args.archive_pattern, domain, window=args.archive_window,
+                             lookback=args.lookback, gap=args.gap, mode=args.mode,
+                             min_probability=args.min_probability)
+    live = Transducer(query.dfa, query.window)
+    groups = {}
+    for block in blocks:
+        matcher = StreamMatcher(query, live)
+        try:
+            groups[block.stream_id] = matcher.feed(block.t0, block.probs) + matcher.finish()
+        except InputError as exc:
+            raise InputError(f"{args.input}: stream {block.stream_id!r}: {exc}") from exc
+    # Whole timelines: no timestep inside a range is missing, so no silence is ever used.
+    timeline = Timeline(np.full(len(domain), np.nan), {
+        b.stream_id: (np.arange(b.t0, b.t0 + len(b.probs)), b.probs) for b in blocks})
+    night = (min((b.t0 for b in blocks), default=0),
+             max((b.t0 + len(b.probs) - 1 for b in blocks), default=0))
+    stats = (ArchiveStats.from_timeline(corr.dfa, corr.window, timeline, STATS_BUCKET)
+             if args.strategy == "auto" else None)
+    rows = correlate(corr, Transducer(corr.dfa, corr.window), groups, timeline,
+                     args.strategy, night, stats)
+    write_lines([r.as_dict() for r in rows], args.output)
+    return 0

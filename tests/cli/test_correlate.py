@@ -1,0 +1,122 @@
+"""`probcep correlate`: the docs/semantics.md §8 example against the possible-worlds
+reference, the same bytes from every strategy, no row lost to pruning, the fields and
+order of `probcep group`, empty ranges, refused options."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probcep.cli import main
+from tests.engine.reference import correlation_probability
+
+# docs/semantics.md §8
+EXAMPLE = pd.DataFrame({
+    "stream_id": ["s1"] * 6,
+    "t": [1, 2, 3, 4, 5, 6],
+    "a": [0.5, 0.0, 0.5, 0.0, 1.0, 0.0],
+    "b": [0.5, 1.0, 0.5, 0.5, 0.0, 0.0],
+    "c": [0.0, 0.0, 0.0, 0.5, 0.0, 1.0],
+})
+
+
+def run(capsys, path, *options):
+    code = main(["correlate", *options, str(path)])
+    out, err = capsys.readouterr()
+    return code, [json.loads(line) for line in out.splitlines()], err
+
+
+def _random_streams(seed, n_streams=4, length=120):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for i in range(n_streams):
+        probs = rng.dirichlet([0.3, 0.3, 0.3], size=length)
+        frames.append(pd.DataFrame({"stream_id": f"s{i}", "t": np.arange(length) + 10 * i,
+                                    "a": probs[:, 0], "b": probs[:, 1], "c": probs[:, 2]}))
+    return pd.concat(frames).sample(frac=1.0, random_state=seed)  # rows in any order
+
+
+@pytest.mark.parametrize("mode", ["exists", "absent"])
+def test_semantics_example_matches_reference(tmp_path, capsys, mode):
+    path = tmp_path / "example.csv"
+    EXAMPLE.to_csv(path, index=False)
+    code, rows, _ = run(capsys, path, "--live-pattern", "c", "--policy", "single",
+                        "--archive-pattern", "a b", "--lookback", "4", "--mode", mode)
+    assert code == 0
+    assert [(r["t_start"], r["r_lo"], r["r_hi"]) for r in rows] == [(4, 1, 3), (6, 2, 5)]
+    probs = EXAMPLE[["a", "b", "c"]].to_numpy().tolist()
+    for r in rows:
+        g = (r["t_start"] - 1, None, r["t_end"] - 1)
+        want = correlation_probability(probs, "abc", ("c", None), ("ab", None), g,
+                                       (r["r_lo"] - 1, r["r_hi"] - 1), mode)
+        assert r["probability"] == pytest.approx(want, abs=1e-12)
+        other = r["live_probability"] * (
+            r["archive_probability"] if mode == "exists" else 1 - r["archive_probability"])
+        assert r["probability"] == other
+
+
+@pytest.mark.parametrize("policy", ["single", "complete"])
+def test_strategies_write_the_same_bytes_and_pruning_loses_nothing(tmp_path, capsys, policy):
+    path = tmp_path / "streams.parquet"
+    _random_streams(7).to_parquet(path)
+    common = ["--live-pattern", "a b+ c", "--policy", policy, "--threshold", "0.01",
+              "--window", "6", "--archive-pattern", "c c", "--archive-window", "3",
+              "--lookback", "30", "--gap", "2"]
+    texts = {}
+    for strategy in ("active", "lazy", "sublazy", "auto"):
+        out = tmp_path / f"{strategy}.jsonl"
+        assert main(["correlate", *common, "--min-probability", "0.05", "--strategy",
+                     strategy, str(path), "-o", str(out)]) == 0
+        texts[strategy] = out.read_text()
+    assert len(set(texts.values())) == 1
+    code, everything, _ = run(capsys, path, *common, "--strategy", "active")
+    kept = [json.dumps(r) + "\n" for r in everything if r["probability"] >= 0.05]
+    assert 0 < len(kept) < len(everything)  # τ made a difference
+    assert "".join(kept) == texts["auto"]
+
+
+def test_rows_are_the_groups_of_probcep_group_in_its_order(tmp_path, capsys):
+    path = tmp_path / "streams.csv"
+    _random_streams(3).to_csv(path, index=False)
+    assert main(["group", str(path), "--pattern", "a b+ c", "--policy", "complete",
+                 "--threshold", "0.02"]) == 0
+    groups = [json.loads(line) for line in capsys.readouterr()[0].splitlines()]
+    code, rows, _ = run(capsys, path, "--live-pattern", "a b+ c", "--policy", "complete",
+                        "--threshold", "0.02", "--archive-pattern", "a", "--lookback", "5")
+    assert code == 0 and len(rows) == len(groups) > 0
+    for g, r in zip(groups, rows):
+        assert {k: r[k] for k in g if k != "probability"} == {
+            k: v for k, v in g.items() if k != "probability"}
+        assert r["live_probability"] == g["probability"]
+        assert list(r)[-5:] == ["live_probability", "archive_probability", "r_lo", "r_hi",
+                                "probability"]
+
+
+def test_a_range_before_the_stream_is_empty(tmp_path, capsys):
+    path = tmp_path / "example.csv"
+    EXAMPLE.to_csv(path, index=False)  # `a` at t=1: R = [1 - 3, 0] lies before t0 = 1
+    for mode, times_live in (("exists", 0.0), ("absent", 1.0)):
+        code, rows, _ = run(capsys, path, "--live-pattern", "a", "--policy", "single",
+                            "--archive-pattern", "b", "--lookback", "3", "--mode", mode)
+        first = rows[0]
+        assert (first["t_start"], first["r_lo"], first["r_hi"]) == (1, None, None)
+        assert first["archive_probability"] == 0.0
+        assert first["probability"] == first["live_probability"] * times_live
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--lookback", "4", "--gap", "0"], "gap must be an integer >= 1, got 0"),
+    (["--lookback", "2", "--gap", "3"], "lookback must be an integer >= gap (3), got 2"),
+    (["--lookback", "4", "--min-probability", "2"], "min probability must lie in [0, 1]"),
+])
+def test_bad_options_exit_2_with_a_message(tmp_path, capsys, options, message):
+    path = tmp_path / "example.csv"
+    EXAMPLE.to_csv(path, index=False)
+    code, rows, err = run(capsys, path, "--live-pattern", "c", "--policy", "single",
+                          "--archive-pattern", "a b", *options)
+    assert code == 2 and rows == []
+    assert err.startswith("probcep correlate: error: ") and message in err
+    assert err.count("\n") == 1
