@@ -187,14 +187,16 @@ class LiveQuery:
         if complete is not None and new > complete:
             for day, lo, hi in _day_pieces(clock, complete, new):
                 rows = self.silver(day, lo, hi)
+                ends_day = hi == clock.day_range(day)[1]
                 out = group_streams(Streams.of(rows, s.silver_domain), states, ctx.exact,
-                                    final=False, silence=np.array(s.silence), until=hi)
+                                    final=False, silence=np.array(s.silence), until=hi,
+                                    keep_quiet=not ends_day)
                 g, st = split_output(out, day, run_id, clock, ctx.exact)
                 states = st.filter(pc.not_equal(st["stream_id"], PROCESSED)) \
                            .select(SAVED_STATES.names)
                 silver.append(rows)
                 groups.append(g)
-                if hi == clock.day_range(day)[1]:
+                if ends_day:
                     done[day] = st
         silver_rows = pa.concat_tables(silver) if silver else \
             silver_schema(s.silver_domain).empty_table()
