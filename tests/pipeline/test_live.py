@@ -113,9 +113,32 @@ def night(spark, tmp_path_factory):
     return tmp, files
 
 
-@pytest.mark.parametrize("max_files,order_seed", [(1, 3), (4, 11)])
-def test_live_writes_the_nights_groups_alerts_and_states(spark, night, max_files,
-                                                         order_seed):
+def live_once(spark, tmp: Path, land: Path, lake: str, max_files: int) -> Path:
+    LiveQuery(context(spark, settings_file(tmp, land, tmp / lake, max_files), "live")) \
+        .run(once=True)
+    return tmp / lake
+
+
+@pytest.fixture(scope="module")
+def in_order(spark, night):
+    """Live mode over the files in time order, one file per micro-batch."""
+    tmp, files = night
+    arrive(files, list(range(len(files))))
+    return live_once(spark, tmp, tmp / "landing", "in-order", 1)
+
+
+def test_live_in_time_order_writes_the_nights_groups_alerts_and_states(night, in_order):
+    tmp, files = night
+    same_day_tables(in_order, tmp / "night", DAYS[:2])
+    status = LIVE_STATUS.read(in_order)
+    assert status.num_rows == len(files)  # maxFilesPerTrigger = 1
+    assert pc.sum(status["late_rows"]).as_py() == 0
+    assert pc.sum(status["rows"]).as_py() == BRONZE.read(in_order).num_rows
+
+
+@pytest.mark.parametrize("max_files,order_seed", [(4, 11)])
+def test_live_in_shuffled_order_writes_the_nights_groups_alerts_and_states(
+        spark, night, max_files, order_seed):
     tmp, files = night
     # arrival order: chunks out of order by at most one place (within the lateness)
     order = list(range(len(files)))
@@ -123,15 +146,13 @@ def test_live_writes_the_nights_groups_alerts_and_states(spark, night, max_files
     for i in range(0, len(order) - 1, 2):
         if rng.random() < 0.5:
             order[i], order[i + 1] = order[i + 1], order[i]
+    assert order != sorted(order)
     arrive(files, order)
-    lake = tmp / f"live-{max_files}-{order_seed}"
-    LiveQuery(context(spark, settings_file(tmp, tmp / "landing", lake, max_files),
-                      "live")).run(once=True)
+    lake = live_once(spark, tmp, tmp / "landing", f"live-{max_files}-{order_seed}", max_files)
     same_day_tables(lake, tmp / "night", DAYS[:2])
     status = LIVE_STATUS.read(lake)
     assert status.num_rows == -(-len(files) // max_files)
     assert pc.sum(status["late_rows"]).as_py() == 0
-    assert pc.sum(status["rows"]).as_py() == BRONZE.read(lake).num_rows
 
 
 #: Runs live once with one file per micro-batch; in micro-batch KILL_BATCH it dies by
@@ -157,7 +178,8 @@ live.LiveQuery(RunContext.open("live", settings=settings, master="local[1]")).ru
 
 
 @pytest.mark.parametrize("batch,table", [(5, GROUPS.name)])
-def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, batch, table):
+def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_order, batch,
+                                                            table):
     tmp, files = night
     arrive(files, list(range(len(files))))
     settings = settings_file(tmp, tmp / "landing", tmp / "killed", 1)
@@ -167,9 +189,7 @@ def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, batch,
     assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
     assert LIVE_STATUS.read(tmp / "killed").num_rows == batch  # batch `batch` unfinished
     LiveQuery(context(spark, settings, "live")).run(once=True)  # Spark retries it
-    clean = tmp / "clean"
-    LiveQuery(context(spark, settings_file(tmp, tmp / "landing", clean, 1), "live")) \
-        .run(once=True)
+    clean = in_order
     for t in (GROUPS, ALERTS, BRONZE, LIVE_STATUS):
         a, b = t.read(tmp / "killed"), t.read(clean)
         assert a.num_rows == b.num_rows, t.name
@@ -177,7 +197,7 @@ def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, batch,
     same_day_tables(tmp / "killed", tmp / "night", DAYS[:2])
 
 
-def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night):
+def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, in_order):
     tmp, files = night
     land = tmp / "landing-late"
     late = landing(land, seed=7)
@@ -191,7 +211,7 @@ def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night):
     settings = settings_file(tmp, land, lake, 4)
     LiveQuery(context(spark, settings, "live")).run(once=True)
     assert pc.sum(LIVE_STATUS.read(lake)["late_rows"]).as_py() == len(extra)
-    assert BRONZE.read(lake).num_rows == BRONZE.read(tmp / "live-4-11").num_rows + len(extra)
+    assert BRONZE.read(lake).num_rows == BRONZE.read(in_order).num_rows + len(extra)
     live_alerts = ALERTS.read(lake)
     ctx = context(spark, settings, "run")
     run_days(ctx, DAYS[0], DAYS[0])  # the night reconciles: its alerts replace the live ones
