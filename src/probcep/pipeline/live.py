@@ -12,8 +12,7 @@ from settings) hands each micro-batch's new files, with its batch id, to `LiveQu
    `_COMPLETE` markers, whose names start with `_`, so a day closes by later readings,
    not by its marker). Readings of timesteps already complete stay in bronze and are
    counted as late: the nightly run of their day reconciles them (its alerts are compared
-   with the live
-   ones in `gold/alert_changes`);
+   with the live ones in `gold/alert_changes`);
 3. normalizes the newly complete timesteps into silver (normalize's `distributions`), day
    by day, and advances every exact pattern's engine per stream from the saved states
    (`group_streams`), writing the groups that became final, with the day they became
