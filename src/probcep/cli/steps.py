@@ -1,6 +1,7 @@
 """The pipeline's steps as `probcep` verbs, each named like its `jobs/` file and Airflow
 task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`,
-`correlate-day`, and `run` (a night or a backfill) and `rerun` (after a data fix)."""
+`correlate-day`, `run` (a night or a backfill), `rerun` (after a data fix) and `live`
+(readings matched as they land)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,17 @@ def register(sub) -> None:
     r.add_argument("--reason", default="", help="why (kept in the commit metadata)")
     _options(r)
     r.set_defaults(handler=rerun)
+    v = sub.add_parser("live", help="match readings as they land (Spark Structured Streaming)",
+                       description="Live mode: a streaming query over the landing folder that "
+                                   "appends bronze, normalizes complete timesteps, advances "
+                                   "every exact pattern and writes final groups and alerts, "
+                                   "exactly once, until stopped (docs/live.md).")
+    v.add_argument("--once", action="store_true",
+                   help="process what the landing folder holds, then stop (availableNow)")
+    v.add_argument("--status", action="store_true",
+                   help="print the latest micro-batches from state/live_status and exit")
+    _options(v, patterns=False)
+    v.set_defaults(handler=live)
 
 
 def _writes(step: str):
@@ -181,4 +193,18 @@ def rerun(args: argparse.Namespace) -> int:
     print(f"{ctx.run_id}: {len(done)} days recomputed, alerts added {added}, retracted "
           f"{retracted} (gold/alert_changes, changed_by_run = '{ctx.run_id}')"
           + (f"; reason: {args.reason}" if args.reason else ""))
+    return 0
+
+
+def live(args: argparse.Namespace) -> int:
+    from probcep.pipeline.live import LiveQuery, status
+
+    ctx = _context(args, "live")
+    if args.status:
+        print(status(ctx.lake).to_pandas().to_string(index=False))
+        return 0
+    print(f"live: landing {ctx.settings.landing_dir} -> lake {ctx.lake}, checkpoint "
+          f"{ctx.settings.checkpoint}" + (" (once)" if args.once else
+                                          f", every {ctx.settings.live_trigger_seconds} s"))
+    LiveQuery(ctx).run(once=args.once)
     return 0

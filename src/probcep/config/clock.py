@@ -35,6 +35,14 @@ class Clock:
         first = self.timestep(dt.datetime.combine(day, dt.time()))
         return first, first + int(dt.timedelta(days=1) / self.step)
 
+    def time(self, t: int) -> dt.datetime:
+        """When timestep t starts (UTC)."""
+        return (self.epoch + t * self.step).replace(tzinfo=dt.UTC)
+
+    def day_of(self, t: int) -> dt.date:
+        """The calendar day (UTC) timestep t starts in."""
+        return (self.epoch + t * self.step).date()
+
     def times(self, t: pa.Array) -> pa.Array:
         """Timesteps (nulls kept) as UTC timestamps."""
         t = np.asarray(t.to_numpy(zero_copy_only=False), dtype="float64")

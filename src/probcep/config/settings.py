@@ -47,6 +47,16 @@ class Settings:
     registry: Path
     target_file_mb: float
     missing_day: str = "silence"
+    live_checkpoint: Path | None = None  # None: <lake_root>/_live/checkpoint
+    live_trigger_seconds: int = 60
+    allowed_lateness_seconds: int = 120
+    live_max_files_per_trigger: int = 100
+    live_cache_streams: int = 100_000
+
+    @property
+    def checkpoint(self) -> Path:
+        """Where live mode's Structured Streaming query keeps its checkpoint."""
+        return self.live_checkpoint or self.lake_root / "_live" / "checkpoint"
 
     @property
     def target_file_bytes(self) -> int:
@@ -155,6 +165,15 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     missing = v.get("missing_day", "silence")
     if missing not in MISSING_DAYS:
         fail("missing_day", f"must be one of {MISSING_DAYS}, got {missing!r}")
+    live = {}
+    for name, default, least in (("live_trigger_seconds", 60, 1),
+                                 ("allowed_lateness_seconds", 120, 0),
+                                 ("live_max_files_per_trigger", 100, 1),
+                                 ("live_cache_streams", 100_000, 1)):
+        live[name] = v.get(name, default)
+        if not isinstance(live[name], int) or isinstance(live[name], bool) \
+                or live[name] < least:
+            fail(name, f"must be an integer >= {least}, got {live[name]!r}")
     master = v.get("spark_master")
     if master is not None and not isinstance(master, str):
         fail("spark_master", f"must be a Spark master URL, got {master!r}")
@@ -170,4 +189,6 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
         max_quarantine_fraction=float(fraction),
         registry=where("registry") if v.get("registry") else base / "patterns.yaml",
-        target_file_mb=float(file_mb), missing_day=missing)
+        target_file_mb=float(file_mb), missing_day=missing,
+        live_checkpoint=where("live_checkpoint", lake_base) if v.get("live_checkpoint")
+        else None, **live)

@@ -310,3 +310,49 @@ ARCHIVE_STATS = Table("state/archive_stats", "date", pa.schema([
 CATALOG = (BRONZE, QUARANTINE, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
            APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY, CORRELATIONS, CORRELATION_ALERTS,
            CORRELATION_ALERT_CHANGES, ARCHIVE_STATS)
+
+# --- live mode ----------------------------------------------------------------------
+
+#: Live mode's engine states between micro-batches: one row per pattern version and
+#: stream with something open, plus one row with an empty pattern whose `next_t` is the
+#: first timestep not yet complete. Replaced whole by each micro-batch, last of its writes.
+LIVE_STATE = Table("state/live", "batch_id", pa.schema([
+    ("pattern", pa.string()), ("pattern_version", pa.string()), ("stream_id", pa.string()),
+    ("next_t", pa.int64()), ("state", pa.binary()), ("batch_id", pa.int64()),
+]))
+#: One row per live micro-batch: what it read and wrote, and how long it took.
+LIVE_STATUS = Table("state/live_status", "batch_date", pa.schema([
+    ("batch_id", pa.int64()), ("batch_date", pa.date32()), ("started", UTC_MICROS),
+    ("finished", UTC_MICROS), ("files", pa.int64()), ("rows", pa.int64()),
+    ("late_rows", pa.int64()), ("quarantined", pa.int64()), ("silver_rows", pa.int64()),
+    ("groups", pa.int64()), ("alerts", pa.int64()), ("complete_until", UTC_MICROS),
+    ("latency_seconds", pa.float64()), ("cache_misses", pa.int64()), ("run_id", pa.string()),
+]))
+
+
+def commit_once(table: Table, lake, rows: pa.Table, metadata: dict, app_id: str,
+                version: int, mode: str = "append",
+                partition_by: Sequence[str] | None = None) -> bool:
+    """Append (or overwrite with) `rows` in one commit that carries the Delta application
+    transaction (`app_id`, `version`), unless the table already holds a commit of that
+    transaction at `version` or later: a micro-batch retried after a crash writes nothing
+    twice. Returns whether it committed."""
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+    path = table.path(lake)
+
+    def attempt() -> bool:
+        if table.exists(lake):
+            done = DeltaTable(str(path)).transaction_version(app_id)
+            if done is not None and done >= version:
+                return False
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(str(path), rows, mode=mode,
+                        partition_by=None if table.exists(lake) else partition_by,
+                        commit_properties=CommitProperties(
+                            custom_metadata={k: str(v) for k, v in metadata.items()},
+                            app_transactions=[Transaction(app_id, version)]))
+        return True
+
+    return commit_with_retries(attempt, table.name)

@@ -49,7 +49,7 @@ BLOCK_ROWS = 1 << 16
 
 def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredPattern],
                   final: bool, silence: np.ndarray | None = None,
-                  until: int | None = None) -> pa.Table:
+                  until: int | None = None, keep_quiet: bool = False) -> pa.Table:
     """All patterns over every stream of `streams` and of `states`. One transducer per
     pattern serves all the streams, so composite states are built once per task, not
     once per stream; each stream's rows are assembled once for all patterns.
@@ -63,6 +63,8 @@ def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredP
     final: the batch ends the streams, so every open group is emitted and no state kept.
         Otherwise a stream's state is kept unless it is the state of a fresh matcher
         (nothing open, and the silence to come changes nothing).
+    keep_quiet: keep those states too (live mode, in the middle of a day: the night keeps
+        a stream's matcher through the whole day, so its saved state is the same).
     Returns rows of the output schema, built column-wise (no Python object per group).
     """
     where = {sid: i for i, sid in enumerate(streams.ids)}
@@ -83,8 +85,8 @@ def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredP
             parts = _advance(matcher, runs, silence, until, sid)
             if final:
                 parts.append(matcher.finish_columns())
-            elif matcher.next_t is not None and not (silence is not None
-                                                     and matcher.quiet(silence)):
+            elif matcher.next_t is not None and (keep_quiet or not (
+                    silence is not None and matcher.quiet(silence))):
                 kept.append((i, j, matcher.next_t, matcher.to_bytes()))
             found += parts
             owner += [(i, j, len(p)) for p in parts]

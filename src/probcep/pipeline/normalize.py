@@ -44,8 +44,6 @@ def normalize_day(ctx: RunContext, day: dt.date) -> NormalizeReport:
     run's `docs_dir`): silver that fails is never published, and the day's previous
     silver stays as it was.
     """
-    from pyspark.sql import functions as F
-
     from probcep.lake.expectations import SILVER_SUITE, validate
 
     settings, lake = ctx.settings, ctx.lake
@@ -56,26 +54,9 @@ def normalize_day(ctx: RunContext, day: dt.date) -> NormalizeReport:
                                f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
         SILVER.clear_day(lake, day, {"run_id": ctx.run_id, "date": day.isoformat()})
         return NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
-    spark = ctx.spark
-    step_us = settings.clock.step_micros
-    epoch_us = settings.clock.epoch_micros
-    bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", day.isoformat())])
-    t = F.floor((F.unix_micros("ts") - F.lit(epoch_us)) / F.lit(step_us)).cast("long")
-    readings = bronze.withColumn("t", t).where((F.col("t") >= first) & (F.col("t") < stop))
-    combine = F.sum if settings.aggregation == "sum" else F.max
-    domain = list(settings.domain)
-    scores = (readings.groupBy("stream_id", "t").pivot("symbol", domain)
-              .agg(combine("score")).na.fill(0.0, domain))
-    total = sum(F.col(f"`{d}`") for d in domain)
-    rows = scores.where(total > 0).select(
-        "stream_id", "t", *[(F.col(f"`{d}`") / total).alias(d) for d in domain])
-    if settings.gap_policy == "hold_last" and settings.hold_last_steps:
-        rows = _held(rows, domain, settings.hold_last_steps, stop)
-    silver = rows.select(
-        "stream_id", "t",
-        F.timestamp_micros(F.lit(epoch_us) + F.col("t") * F.lit(step_us)).alias("ts"),
-        F.lit(day).cast("date").alias("date"), *domain,
-        F.lit(0.0).alias(settings.no_reading_symbol)).orderBy("stream_id", "t")
+    bronze = spark_read(ctx.spark, BRONZE, lake, [("batch_date", ">=", day.isoformat())])
+    silver = distributions(bronze, settings, day, first, stop).orderBy("stream_id", "t")
+
     def check(staged):
         validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
                  day=day.isoformat(), run_id=ctx.run_id)
@@ -84,6 +65,36 @@ def normalize_day(ctx: RunContext, day: dt.date) -> NormalizeReport:
                        settings.target_file_bytes, check=check)
     day_files = SILVER.files(lake, [("date", "=", day.isoformat())])
     return NormalizeReport(day, rows, _streams(day_files))
+
+
+def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
+    """Silver rows (Spark) of the day's timesteps in [lo, hi) from bronze readings (those
+    of batches ingested on or after the day: the caller's filter). Live mode normalizes
+    the complete timesteps of a day piece by piece with it; under `hold_last`, readings
+    up to `hold_last_steps` before `lo` (within the day) are read for the rows they hold."""
+    from pyspark.sql import functions as F
+
+    first, stop = settings.clock.day_range(day)
+    step_us = settings.clock.step_micros
+    epoch_us = settings.clock.epoch_micros
+    held = settings.hold_last_steps if settings.gap_policy == "hold_last" else 0
+    t = F.floor((F.unix_micros("ts") - F.lit(epoch_us)) / F.lit(step_us)).cast("long")
+    readings = bronze.withColumn("t", t).where(
+        (F.col("t") >= max(first, lo - held)) & (F.col("t") < min(stop, hi)))
+    combine = F.sum if settings.aggregation == "sum" else F.max
+    domain = list(settings.domain)
+    scores = (readings.groupBy("stream_id", "t").pivot("symbol", domain)
+              .agg(combine("score")).na.fill(0.0, domain))
+    total = sum(F.col(f"`{d}`") for d in domain)
+    rows = scores.where(total > 0).select(
+        "stream_id", "t", *[(F.col(f"`{d}`") / total).alias(d) for d in domain])
+    if held:
+        rows = _held(rows, domain, held, min(stop, hi)).where(F.col("t") >= lo)
+    return rows.select(
+        "stream_id", "t",
+        F.timestamp_micros(F.lit(epoch_us) + F.col("t") * F.lit(step_us)).alias("ts"),
+        F.lit(day).cast("date").alias("date"), *domain,
+        F.lit(0.0).alias(settings.no_reading_symbol))
 
 
 def _streams(files: list[str]) -> int:

@@ -29,17 +29,7 @@ def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     above their alert threshold; record the changes."""
     patterns = ctx.exact
     names = [p.name for p in patterns]
-    groups = day_groups(ctx, day)
-    keep = []
-    for p in patterns:
-        mine = groups.filter(pc.and_(pc.equal(groups["pattern"], p.name),
-                                     pc.greater_equal(groups["probability"],
-                                                      p.alert_threshold)))
-        keep.append(mine.append_column("alert_threshold",
-                                       pa.array([p.alert_threshold] * mine.num_rows,
-                                                pa.float64())))
-    alerts = pa.concat_tables(keep).cast(ALERTS.schema) if keep else \
-        ALERTS.schema.empty_table()
+    alerts = alerts_of(day_groups(ctx, day), patterns)
     before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}))
     added = _anti_join(alerts, before)
     retracted = _anti_join(before, alerts)
@@ -51,6 +41,21 @@ def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
             _change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),
             meta)
     return AlertChanges(added=added.num_rows, retracted=retracted.num_rows)
+
+
+def alerts_of(groups: pa.Table, patterns) -> pa.Table:
+    """The groups at or above their pattern's alert threshold, as alert rows (live mode
+    appends these for the groups each micro-batch makes final)."""
+    keep = []
+    for p in patterns:
+        mine = groups.filter(pc.and_(pc.equal(groups["pattern"], p.name),
+                                     pc.greater_equal(groups["probability"],
+                                                      p.alert_threshold)))
+        keep.append(mine.append_column("alert_threshold",
+                                       pa.array([p.alert_threshold] * mine.num_rows,
+                                                pa.float64())))
+    return pa.concat_tables(keep).cast(ALERTS.schema) if keep else \
+        ALERTS.schema.empty_table()
 
 
 def _anti_join(a: pa.Table, b: pa.Table) -> pa.Table:

@@ -1,0 +1,11 @@
+"""spark-submit entry point for `probcep live` (runs until stopped):
+
+    spark-submit jobs/live.py [--once] [--lake DIR] [--settings FILE]
+"""
+
+import sys
+
+from probcep.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["live", *sys.argv[1:]]))

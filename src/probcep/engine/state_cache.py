@@ -1,0 +1,108 @@
+"""A bounded cache of per-stream engine states, the rest spilled (the paper's §5).
+
+Live mode keeps one `StreamMatcher` per pattern and stream between micro-batches; with
+many streams they do not all fit in memory. `StateCache` holds at most `capacity` of
+them and spills the others through `spill(key, matcher)`, reading them back with
+`load(key)` when their stream has readings again; such a read is a *miss*. Which state
+leaves when room is needed is the eviction policy:
+
+- `creation` (the paper's TPM): the state cached longest ago, whatever happened since;
+- `priority` (its STPM): the state least likely to advance soon: first those with
+  nothing open (no live run, no open group), then those whose open runs carry the least
+  probability (how likely the stream's next reading extends an open run), ties broken
+  by the oldest last activity;
+- `lru`: the state least recently used.
+
+A policy changes which reads miss, never a matcher's state, so never a group
+(tests/engine/test_state_cache.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from probcep.engine.grouping import StreamMatcher
+
+POLICIES = ("creation", "priority", "lru")
+
+
+@dataclass
+class _Entry:
+    matcher: StreamMatcher
+    created: int
+    used: int
+
+
+def open_mass(matcher: StreamMatcher) -> float:
+    """How likely the stream's next reading extends an open run: the probability carried
+    by its live runs (0 when nothing is open)."""
+    n = matcher.runs.n
+    return float(np.sum(matcher.runs.m[:n])) + (1.0 if matcher.n_open else 0.0)
+
+
+@dataclass
+class StateCache:
+    capacity: int
+    policy: str
+    load: Callable[[Hashable], StreamMatcher | None]
+    spill: Callable[[Hashable, StreamMatcher], None]
+    misses: int = 0
+    hits: int = 0
+    _entries: dict = field(default_factory=dict)
+    _clock: int = 0
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise ValueError(f"eviction policy must be one of {POLICIES}, got {self.policy!r}")
+        if self.capacity < 1:
+            raise ValueError(f"cache capacity must be >= 1, got {self.capacity}")
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Hashable) -> StreamMatcher | None:
+        """The stream's matcher: cached, or loaded from the spill (a miss), or None when
+        the stream has no saved state (not a miss: nothing was evicted)."""
+        self._clock += 1
+        entry = self._entries.get(key)
+        if entry is not None:
+            self.hits += 1
+            entry.used = self._clock
+            return entry.matcher
+        matcher = self.load(key)
+        if matcher is not None:
+            self.misses += 1
+            self.put(key, matcher)
+        return matcher
+
+    def put(self, key: Hashable, matcher: StreamMatcher) -> None:
+        """Cache the stream's (new) matcher, spilling others while over capacity."""
+        self._clock += 1
+        entry = self._entries.get(key)
+        if entry is None:
+            self._entries[key] = _Entry(matcher, self._clock, self._clock)
+        else:
+            entry.matcher, entry.used = matcher, self._clock
+        while len(self._entries) > self.capacity:
+            victim = min((k for k in self._entries if k != key), key=self._rank)
+            self.spill(victim, self._entries.pop(victim).matcher)
+
+    def drop(self, key: Hashable) -> None:
+        """Forget the stream's state (it became quiet: nothing to keep)."""
+        self._entries.pop(key, None)
+
+    def flush(self) -> None:
+        """Spill every cached state (at a checkpoint); they stay cached."""
+        for key, entry in self._entries.items():
+            self.spill(key, entry.matcher)
+
+    def _rank(self, key):
+        entry = self._entries[key]
+        if self.policy == "creation":
+            return entry.created
+        if self.policy == "lru":
+            return entry.used
+        return (open_mass(entry.matcher), entry.used)

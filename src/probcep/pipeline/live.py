@@ -1,0 +1,322 @@
+"""`live`: readings matched minutes after they land, on Spark Structured Streaming.
+
+A streaming query over the landing folder (Spark's file source, `binaryFile` format,
+which lists new files without reading them; `maxFilesPerTrigger`; checkpoint and trigger
+from settings) hands each micro-batch's new files, with its batch id, to `LiveQuery.batch`
+(`foreachBatch`). A micro-batch:
+
+1. reads its files with ingest's reader and row checks (`read_raw`, `checked`): good rows
+   are appended to `bronze/readings`, bad ones to `bronze/quarantine`;
+2. moves the *complete* mark: a timestep is complete once a reading at least
+   `allowed_lateness_seconds` after its end has arrived (Spark's file source lists no
+   `_COMPLETE` markers, whose names start with `_`, so a day closes by later readings,
+   not by its marker). Readings of timesteps already complete stay in bronze and are
+   counted as late: the nightly run of their day reconciles them (its alerts are compared
+   with the live ones in `gold/alert_changes`);
+3. normalizes the newly complete timesteps into silver (normalize's `distributions`), day
+   by day, and advances every exact pattern's engine per stream from the saved states
+   (`group_streams`), writing the groups that became final, with the day they became
+   final in, and their alerts. When a day is complete its engine states are written to
+   `state/engine` as the night would write them, so the night and live mode agree;
+4. records the micro-batch in `state/live_status` and, last, replaces `state/live`
+   (the open states and the complete mark).
+
+Exactly once: every write carries the Delta application transaction (`probcep-live`
+plus the query's id, version = batch id) and is skipped when the table already holds
+it. A micro-batch retried after a crash starts from the same `state/live` (written
+last) and the same files (Spark's offset log), so it recomputes the same rows and
+writes only what its first attempt did not.
+
+On data with no late readings, the groups, alerts and states written for a day equal
+what `probcep run` writes for it (tests/pipeline/test_live.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from probcep.lake.delta import spark_read
+from probcep.lake.stream_ranges import Streams
+from probcep.lake.tables import (
+    ALERTS,
+    BRONZE,
+    GROUPS,
+    LIVE_STATE,
+    LIVE_STATUS,
+    QUARANTINE,
+    SILVER,
+    STATES,
+    UTC_MICROS,
+    commit_once,
+    silver_schema,
+)
+from probcep.pipeline.context import RunContext
+from probcep.pipeline.group_day import PROCESSED, previous_states, split_output
+from probcep.pipeline.group_tasks import SAVED_STATES, group_streams
+from probcep.pipeline.ingest import FORMATS, checked, read_raw
+from probcep.pipeline.normalize import distributions
+from probcep.pipeline.publish_alerts import alerts_of
+
+log = logging.getLogger("probcep.live")
+
+#: Called with the groups (GROUPS rows) each micro-batch made final, after they are
+#: written: where registered correlations are evaluated for them (issue 14).
+#: The binaryFile source's schema (given: a streaming source infers none); only `path`
+#: and `modificationTime` are selected, so no file's content is read by the listing.
+LISTING = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY")
+FINAL_GROUP_HOOKS: list[Callable[[RunContext, pa.Table], None]] = []
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What one micro-batch read and wrote."""
+
+    batch_id: int
+    files: int
+    rows: int
+    late_rows: int
+    quarantined: int
+    silver_rows: int
+    groups: int
+    alerts: int
+    complete_until: dt.datetime | None
+    latency_seconds: float | None
+
+    def line(self) -> str:
+        upto = "nothing complete yet" if self.complete_until is None else \
+            f"complete until {self.complete_until:%Y-%m-%d %H:%M:%S}"
+        lag = "" if self.latency_seconds is None else f", latency {self.latency_seconds:.1f} s"
+        return (f"batch {self.batch_id}: {self.files} files, {self.rows} readings "
+                f"({self.late_rows} late, {self.quarantined} quarantined), silver "
+                f"{self.silver_rows} rows, {self.groups} groups final, {self.alerts} alerts; "
+                f"{upto}{lag}")
+
+
+class LiveQuery:
+    """Live mode over one lake and landing folder: the streaming query and what each of
+    its micro-batches does."""
+
+    def __init__(self, ctx: RunContext, echo: Callable[[str], None] = print):
+        self.ctx, self.echo = ctx, echo
+        self.settings = ctx.settings
+        self.checkpoint = Path(self.settings.checkpoint)
+
+    def start(self, once: bool = False):
+        """Start the streaming query; `once`: process what the landing folder holds, in
+        micro-batches of at most `live_max_files_per_trigger` files, then stop."""
+        s = self.settings
+        files = (self.ctx.spark.readStream.format("binaryFile").schema(LISTING)
+                 .option("recursiveFileLookup", "true")
+                 .option("maxFilesPerTrigger", s.live_max_files_per_trigger)
+                 .load(str(s.landing_dir)).select("path", "modificationTime"))
+        writer = (files.writeStream.queryName("probcep_live")
+                  .option("checkpointLocation", str(self.checkpoint))
+                  .foreachBatch(self.batch))
+        writer = writer.trigger(availableNow=True) if once else \
+            writer.trigger(processingTime=f"{s.live_trigger_seconds} seconds")
+        return writer.start()
+
+    def run(self, once: bool = False) -> None:
+        """Run until stopped (Ctrl-C, SIGTERM) or, with `once`, until the landing folder
+        is processed."""
+        query = self.start(once)
+        try:
+            query.awaitTermination()
+        finally:
+            query.stop()
+
+    @property
+    def app_id(self) -> str:
+        """The Delta application id of this query: the id Spark keeps in its checkpoint,
+        so a fresh checkpoint is a fresh transaction sequence."""
+        meta = json.loads((self.checkpoint / "metadata").read_text())
+        return f"probcep-live-{meta['id']}"
+
+    # --- one micro-batch ------------------------------------------------------------
+
+    def batch(self, frame, batch_id: int) -> None:
+        started = dt.datetime.now(dt.UTC)
+        listed = frame.collect()
+        report = self.process([(_local(r["path"]), r["modificationTime"]) for r in listed],
+                              batch_id, started)
+        log.info(report.line())
+        self.echo(report.line())
+
+    def process(self, listed: list[tuple[Path, dt.datetime]], batch_id: int,
+                started: dt.datetime) -> BatchReport:
+        ctx, s, lake = self.ctx, self.settings, self.ctx.lake
+        app, run_id = self.app_id, f"live-{batch_id}"
+        meta = {"run_id": run_id, "batch_id": batch_id}
+        listed = [(p, m) for p, m in listed
+                  if p.suffix.lower() in FORMATS and _folder_day(p) is not None]
+        data = sorted(p for p, _ in listed)
+        saved = LIVE_STATE.read(lake)
+        mark = pc.equal(saved["pattern"], "")
+        complete = saved.filter(mark)["next_t"][0].as_py() if pc.any(mark).as_py() else None
+        states = saved.filter(pc.invert(mark)).select(SAVED_STATES.names)
+
+        good, bad = self.read(data)
+        commit_once(BRONZE, lake, good, meta, app, batch_id, partition_by=["batch_date"])
+        commit_once(QUARANTINE, lake, bad, meta, app, batch_id, partition_by=["batch_date"])
+
+        clock = s.clock
+        t = self.timesteps(good["ts"])
+        late = 0 if complete is None or not len(t) else int(np.sum(t < complete))
+        if complete is None and len(t):  # the first batch: where live starts
+            start_day = clock.day_of(int(t.min()))
+            complete = clock.day_range(start_day)[0]
+            states = previous_states(ctx, start_day).select(SAVED_STATES.names)
+        new = complete
+        if len(t):
+            k = int(np.floor((pc.max(good["ts"]).value / 1e6 - s.allowed_lateness_seconds
+                              - clock.epoch_micros / 1e6) / s.timestep_seconds))
+            new = max(new, k)
+
+        silver, groups, done = [], [], {}
+        if complete is not None and new > complete:
+            for day, lo, hi in _day_pieces(clock, complete, new):
+                rows = self.silver(day, lo, hi)
+                ends_day = hi == clock.day_range(day)[1]
+                out = group_streams(Streams.of(rows, s.silver_domain), states, ctx.exact,
+                                    final=False, silence=np.array(s.silence), until=hi,
+                                    keep_quiet=not ends_day)
+                g, st = split_output(out, day, run_id, clock, ctx.exact)
+                states = st.filter(pc.not_equal(st["stream_id"], PROCESSED)) \
+                           .select(SAVED_STATES.names)
+                silver.append(rows)
+                groups.append(g)
+                if ends_day:
+                    done[day] = st
+        silver_rows = pa.concat_tables(silver) if silver else \
+            silver_schema(s.silver_domain).empty_table()
+        final = pa.concat_tables(groups) if groups else GROUPS.schema.empty_table()
+        alerts = alerts_of(final, ctx.exact)
+        commit_once(SILVER, lake, silver_rows, meta, app, batch_id, partition_by=["date"])
+        commit_once(GROUPS, lake, final, meta, app, batch_id)
+        commit_once(ALERTS, lake, alerts, meta, app, batch_id)
+        names = [p.name for p in ctx.exact]
+        for day, st in done.items():
+            STATES.replace_day(lake, day, st, {**meta, "batch_date": day.isoformat()},
+                               pattern=names)
+        for hook in FINAL_GROUP_HOOKS:
+            hook(ctx, final)
+
+        oldest = min((m for _, m in listed), default=None)
+        finished = dt.datetime.now(dt.UTC)
+        report = BatchReport(
+            batch_id, len(data), good.num_rows + bad.num_rows, late, bad.num_rows,
+            silver_rows.num_rows, final.num_rows, alerts.num_rows,
+            None if new is None else clock.time(new),
+            None if oldest is None else (finished - _utc(oldest)).total_seconds())
+        commit_once(LIVE_STATUS, lake, _status_row(report, started, finished, run_id),
+                    meta, app, batch_id)
+        commit_once(LIVE_STATE, lake, _live_state(states, new, batch_id), meta, app,
+                    batch_id, mode="overwrite")
+        return report
+
+    def read(self, files: list[Path]) -> tuple[pa.Table, pa.Table]:
+        """The files' readings checked as ingest checks them: (bronze rows, quarantine
+        rows), each with its landing folder's day as `batch_date`."""
+        from pyspark.sql import functions as F
+
+        if not files:
+            return BRONZE.schema.empty_table(), QUARANTINE.schema.empty_table()
+        by_day: dict[dt.date, list[Path]] = {}
+        for p in files:
+            by_day.setdefault(_folder_day(p), []).append(p)
+        frames = [read_raw(self.ctx.spark, paths, self.settings.domain)
+                  .withColumn("batch_date", F.lit(day).cast("date"))
+                  for day, paths in sorted(by_day.items())]
+        raw = frames[0]
+        for f in frames[1:]:
+            raw = raw.unionByName(f)
+        rows = checked(raw, self.settings.domain).withColumn("ingest_time",
+                                                              F.current_timestamp())
+        rows = rows.toArrow()
+        ok = pc.is_null(rows["reason"])
+        good = rows.filter(ok).drop_columns(["ts", "score"]).rename_columns(
+            {"ts_typed": "ts", "score_typed": "score"})
+        bad = rows.filter(pc.invert(ok))
+        return (good.select(BRONZE.schema.names).cast(BRONZE.schema),
+                bad.select(QUARANTINE.schema.names).cast(QUARANTINE.schema))
+
+    def timesteps(self, ts: pa.ChunkedArray) -> np.ndarray:
+        clock = self.settings.clock
+        micros = ts.cast(pa.int64()).to_numpy()
+        return (micros - clock.epoch_micros) // clock.step_micros
+
+    def silver(self, day: dt.date, lo: int, hi: int) -> pa.Table:
+        """Silver rows of the day's timesteps [lo, hi), from bronze as the night reads it
+        (batches ingested on or after the day)."""
+        bronze = spark_read(self.ctx.spark, BRONZE, self.ctx.lake,
+                            [("batch_date", ">=", day.isoformat())])
+        schema = silver_schema(self.settings.silver_domain)
+        if bronze is None:
+            return schema.empty_table()
+        rows = distributions(bronze, self.settings, day, lo, hi).toArrow()
+        rows = rows.select(schema.names).cast(schema)
+        return rows.take(pc.sort_indices(rows, [("stream_id", "ascending"),
+                                                ("t", "ascending")]))
+
+
+def _day_pieces(clock, lo: int, hi: int):
+    """[lo, hi) cut at midnights: (day, piece's lo, piece's hi) in order."""
+    while lo < hi:
+        day = clock.day_of(lo)
+        stop = min(hi, clock.day_range(day)[1])
+        yield day, lo, stop
+        lo = stop
+
+
+def _live_state(states: pa.Table, complete: int | None, batch_id: int) -> pa.Table:
+    mark = pa.table({"pattern": [""], "pattern_version": [""], "stream_id": [PROCESSED],
+                     "next_t": pa.array([complete], pa.int64()),
+                     "state": pa.nulls(1, pa.binary())})
+    rows = pa.concat_tables([states.select(SAVED_STATES.names).cast(SAVED_STATES),
+                             mark.cast(SAVED_STATES)])
+    return rows.append_column("batch_id", pa.array([batch_id] * rows.num_rows, pa.int64()))
+
+
+def _status_row(r: BatchReport, started, finished, run_id: str) -> pa.Table:
+    return pa.table({
+        "batch_id": [r.batch_id], "batch_date": [finished.date()], "started": [started],
+        "finished": [finished], "files": [r.files], "rows": [r.rows],
+        "late_rows": [r.late_rows], "quarantined": [r.quarantined],
+        "silver_rows": [r.silver_rows], "groups": [r.groups], "alerts": [r.alerts],
+        "complete_until": pa.array([r.complete_until], UTC_MICROS),
+        "latency_seconds": pa.array([r.latency_seconds], pa.float64()),
+        "cache_misses": pa.array([None], pa.int64()), "run_id": [run_id],
+    }).cast(LIVE_STATUS.schema)
+
+
+def _local(uri: str) -> Path:
+    parsed = urlparse(uri)
+    return Path(unquote(parsed.path)) if parsed.scheme in ("file", "") else Path(uri)
+
+
+def _folder_day(path: Path) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(path.parent.name)
+    except ValueError:
+        return None
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
+
+
+def status(lake, last: int = 20) -> pa.Table:
+    """The latest micro-batches of `state/live_status`, newest last."""
+    rows = LIVE_STATUS.read(lake)
+    rows = rows.take(pc.sort_indices(rows, [("batch_id", "ascending")]))
+    return rows.slice(max(0, rows.num_rows - last))

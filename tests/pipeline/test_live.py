@@ -1,0 +1,224 @@
+"""Live mode (`probcep live --once`, Spark's availableNow) on tiny landing folders: the
+groups, alerts and engine states it writes for a day equal the night's, whatever the
+files' arrival order and the micro-batch size; a live process killed with SIGKILL
+mid-batch and started again writes the tables of an uninterrupted run; late readings
+are counted and the night reconciles them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+import pytest
+
+from probcep.lake.tables import ALERT_CHANGES, ALERTS, BRONZE, GROUPS, LIVE_STATUS, STATES
+from probcep.pipeline.context import RunContext
+from probcep.pipeline.live import LiveQuery
+from probcep.pipeline.run import run_days
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+DAYS = [dt.date(2026, 1, 1) + dt.timedelta(d) for d in range(3)]
+#: One timestep is an hour, so a day is 24 timesteps; files hold 6 hours each.
+STEP, CHUNK_HOURS, LATENESS_HOURS = 3600, 6, 13
+REGISTRY = """
+patterns:
+  room_visit: {pattern: "Door Room+ Door", policy: complete, threshold: 0.01, window: 12,
+               alert_threshold: 0.2}
+  hallway_pass: {pattern: "Hallway Door Hallway", policy: single, threshold: 0.02,
+                 alert_threshold: 0.3}
+"""
+
+
+def landing(folder: Path, seed: int, streams: int = 5) -> list[Path]:
+    """Three days of sparse random readings, one CSV per 6-hour chunk in its day's
+    folder; returns the files in time order."""
+    rng = np.random.default_rng(seed)
+    files = []
+    for chunk in range(len(DAYS) * 24 // CHUNK_HOURS):
+        rows = []
+        for s in range(streams):
+            for h in range(CHUNK_HOURS):
+                if rng.random() < 0.6:
+                    hour = chunk * CHUNK_HOURS + h
+                    ts = dt.datetime(2026, 1, 1) + dt.timedelta(hours=hour,
+                                                                minutes=int(rng.integers(60)))
+                    for sym in rng.choice(["Hallway", "Door", "Room"], rng.integers(1, 3),
+                                          replace=False):
+                        rows.append((f"s{s}", "r1", ts.isoformat(), sym,
+                                     round(float(rng.random()) + 0.05, 3)))
+        day = DAYS[chunk * CHUNK_HOURS // 24]
+        path = folder / day.isoformat() / f"chunk-{chunk:02d}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows, columns=["stream_id", "sensor_id", "ts", "symbol", "score"]) \
+            .to_csv(path, index=False)
+        files.append(path)
+    return files
+
+
+def arrive(files: list[Path], order: list[int]) -> None:
+    """Set modification times so Spark's file source lists the files in this order."""
+    base = 1_700_000_000
+    for rank, i in enumerate(order):
+        os.utime(files[i], (base + rank * 10, base + rank * 10))
+
+
+def settings_file(tmp: Path, land: Path, lake: Path, max_files: int) -> Path:
+    (tmp / "patterns.yaml").write_text(REGISTRY)
+    path = tmp / f"probcep-{lake.name}.yaml"
+    path.write_text(f"lake_root: {lake}\nlanding_dir: {land}\ntimestep_seconds: {STEP}\n"
+                    f"epoch: '2026-01-01T00:00:00'\ndomain: [Hallway, Door, Room]\n"
+                    f"registry: patterns.yaml\nallowed_lateness_seconds: "
+                    f"{LATENESS_HOURS * 3600}\nlive_max_files_per_trigger: {max_files}\n"
+                    f"max_quarantine_fraction: 0.5\n")
+    return path
+
+
+def context(spark, settings: Path, step: str) -> RunContext:
+    ctx = RunContext.open(step, settings=settings, echo=lambda _: None)
+    ctx.__dict__["spark"] = spark
+    return ctx
+
+
+def rows(table, lake: Path, days) -> pd.DataFrame:
+    frame = table.read(lake).to_pandas()
+    frame = frame[frame["batch_date"].isin(days)].drop(columns=["run_id"])
+    return frame.sort_values([c for c in frame.columns if c != "state"]) \
+        .reset_index(drop=True)
+
+
+def same_day_tables(a: Path, b: Path, days) -> None:
+    for table in (GROUPS, ALERTS, STATES):
+        pd.testing.assert_frame_equal(rows(table, a, days), rows(table, b, days),
+                                      obj=table.name)
+
+
+@pytest.fixture(scope="module")
+def night(spark, tmp_path_factory):
+    """The landing folder, and the nights of its first two days (the third never
+    completes in live mode: no reading comes after it)."""
+    tmp = tmp_path_factory.mktemp("live")
+    files = landing(tmp / "landing", seed=7)
+    settings = settings_file(tmp, tmp / "landing", tmp / "night", 1)
+    run_days(context(spark, settings, "run"), DAYS[0], DAYS[1])
+    assert GROUPS.read(tmp / "night").num_rows > 0
+    assert ALERTS.read(tmp / "night").num_rows > 0
+    return tmp, files
+
+
+def live_once(spark, tmp: Path, land: Path, lake: str, max_files: int) -> Path:
+    LiveQuery(context(spark, settings_file(tmp, land, tmp / lake, max_files), "live")) \
+        .run(once=True)
+    return tmp / lake
+
+
+@pytest.fixture(scope="module")
+def in_order(spark, night):
+    """Live mode over the files in time order, one file per micro-batch."""
+    tmp, files = night
+    arrive(files, list(range(len(files))))
+    return live_once(spark, tmp, tmp / "landing", "in-order", 1)
+
+
+def test_live_in_time_order_writes_the_nights_groups_alerts_and_states(night, in_order):
+    tmp, files = night
+    same_day_tables(in_order, tmp / "night", DAYS[:2])
+    status = LIVE_STATUS.read(in_order)
+    assert status.num_rows == len(files)  # maxFilesPerTrigger = 1
+    assert pc.sum(status["late_rows"]).as_py() == 0
+    assert pc.sum(status["rows"]).as_py() == BRONZE.read(in_order).num_rows
+
+
+@pytest.mark.parametrize("max_files,order_seed", [(4, 11)])
+def test_live_in_shuffled_order_writes_the_nights_groups_alerts_and_states(
+        spark, night, max_files, order_seed):
+    tmp, files = night
+    # arrival order: chunks out of order by at most one place (within the lateness)
+    order = list(range(len(files)))
+    rng = np.random.default_rng(order_seed)
+    for i in range(0, len(order) - 1, 2):
+        if rng.random() < 0.5:
+            order[i], order[i + 1] = order[i + 1], order[i]
+    assert order != sorted(order)
+    arrive(files, order)
+    lake = live_once(spark, tmp, tmp / "landing", f"live-{max_files}-{order_seed}", max_files)
+    same_day_tables(lake, tmp / "night", DAYS[:2])
+    status = LIVE_STATUS.read(lake)
+    assert status.num_rows == -(-len(files) // max_files)
+    assert pc.sum(status["late_rows"]).as_py() == 0
+
+
+#: Runs live once with one file per micro-batch; in micro-batch KILL_BATCH it dies by
+#: SIGKILL right after committing TABLE (its other writes not yet done).
+CHILD = """
+import os, signal, sys
+from probcep.lake import tables
+from probcep.pipeline import live
+from probcep.pipeline.context import RunContext
+
+settings, batch, table = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+real = tables.commit_once
+
+def killed(t, lake, rows, metadata, app_id, version, **kw):
+    done = real(t, lake, rows, metadata, app_id, version, **kw)
+    if version == batch and t.name == table:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return done
+
+live.commit_once = killed
+live.LiveQuery(RunContext.open("live", settings=settings, master="local[1]")).run(once=True)
+"""
+
+
+@pytest.mark.parametrize("batch,table", [(5, GROUPS.name)])
+def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_order, batch,
+                                                            table):
+    tmp, files = night
+    arrive(files, list(range(len(files))))
+    settings = settings_file(tmp, tmp / "landing", tmp / "killed", 1)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(settings), str(batch), table],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    assert LIVE_STATUS.read(tmp / "killed").num_rows == batch  # batch `batch` unfinished
+    LiveQuery(context(spark, settings, "live")).run(once=True)  # Spark retries it
+    clean = in_order
+    for t in (GROUPS, ALERTS, BRONZE, LIVE_STATUS):
+        a, b = t.read(tmp / "killed"), t.read(clean)
+        assert a.num_rows == b.num_rows, t.name
+    same_day_tables(tmp / "killed", clean, DAYS)
+    same_day_tables(tmp / "killed", tmp / "night", DAYS[:2])
+
+
+def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, in_order):
+    tmp, files = night
+    land = tmp / "landing-late"
+    late = landing(land, seed=7)
+    extra = pd.DataFrame([("s0", "r1", f"2026-01-01T0{h}:30:00", sym, 5.0)
+                          for h in range(2, 6) for sym in ("Door", "Room")],
+                         columns=["stream_id", "sensor_id", "ts", "symbol", "score"])
+    extra.to_csv(land / DAYS[0].isoformat() / "zz-late.csv", index=False)
+    late.append(land / DAYS[0].isoformat() / "zz-late.csv")
+    arrive(late, list(range(len(late))))  # the extra file comes last, a day late
+    lake = tmp / "late"
+    settings = settings_file(tmp, land, lake, 4)
+    LiveQuery(context(spark, settings, "live")).run(once=True)
+    assert pc.sum(LIVE_STATUS.read(lake)["late_rows"]).as_py() == len(extra)
+    assert BRONZE.read(lake).num_rows == BRONZE.read(in_order).num_rows + len(extra)
+    live_alerts = ALERTS.read(lake)
+    ctx = context(spark, settings, "run")
+    run_days(ctx, DAYS[0], DAYS[0])  # the night reconciles: its alerts replace the live ones
+    changes = ALERT_CHANGES.read(lake).to_pandas()
+    assert len(changes) and set(changes["changed_by_run"]) == {f"{ctx.run_id}-{DAYS[0]}"}
+    day0 = live_alerts.filter(pc.equal(live_alerts["batch_date"], DAYS[0]))
+    night_day0 = ALERTS.read(lake, [("batch_date", "=", DAYS[0])])
+    added = (changes["change"] == "added").sum()
+    retracted = (changes["change"] == "retracted").sum()
+    assert night_day0.num_rows == day0.num_rows + added - retracted
