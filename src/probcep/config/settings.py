@@ -25,6 +25,9 @@ LOCAL = Path("probcep.yaml")
 AGGREGATIONS = ("sum", "max")
 GAP_POLICIES = ("no_reading", "uniform", "hold_last")
 MISSING_DAYS = ("silence", "refuse")
+WIDE_SUMS = ("refuse", "renormalize")
+#: Names a symbol cannot have: the columns of a reading in landing files.
+READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 
 
 class SettingsError(ProbcepError, ValueError):
@@ -47,6 +50,7 @@ class Settings:
     registry: Path
     target_file_mb: float
     missing_day: str = "silence"
+    wide_sum: str = "refuse"
 
     @property
     def target_file_bytes(self) -> int:
@@ -132,8 +136,10 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     domain = v["domain"]
     if (not isinstance(domain, list) or not domain
             or not all(isinstance(s, str) and s.isidentifier() for s in domain)
-            or len(set(domain)) != len(domain)):
-        fail("domain", f"must be a list of distinct symbol names, got {domain!r}")
+            or len(set(domain)) != len(domain)
+            or set(domain) & set(READING_COLUMNS)):
+        fail("domain", f"must be a list of distinct symbol names (not one of "
+                       f"{READING_COLUMNS}), got {domain!r}")
     reserved = v.get("no_reading_symbol", "NoReading")
     if not isinstance(reserved, str) or not reserved.isidentifier() or reserved in domain:
         fail("no_reading_symbol", f"must be a name outside the domain, got {reserved!r}")
@@ -155,6 +161,9 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     missing = v.get("missing_day", "silence")
     if missing not in MISSING_DAYS:
         fail("missing_day", f"must be one of {MISSING_DAYS}, got {missing!r}")
+    wide_sum = v.get("wide_sum", "refuse")
+    if wide_sum not in WIDE_SUMS:
+        fail("wide_sum", f"must be one of {WIDE_SUMS}, got {wide_sum!r}")
     master = v.get("spark_master")
     if master is not None and not isinstance(master, str):
         fail("spark_master", f"must be a Spark master URL, got {master!r}")
@@ -170,4 +179,4 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
         max_quarantine_fraction=float(fraction),
         registry=where("registry") if v.get("registry") else base / "patterns.yaml",
-        target_file_mb=float(file_mb), missing_day=missing)
+        target_file_mb=float(file_mb), missing_day=missing, wide_sum=wide_sum)
