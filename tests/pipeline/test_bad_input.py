@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from probcep.config.settings import load_settings
 from probcep.lake.tables import BRONZE, QUARANTINE
@@ -85,6 +85,9 @@ KINDS = {
                          {"wrong number of fields (the header has 5)": 2}),
     "rfc4180.csv": (LONG + '"s\nt",r1,2026-01-01T00:00:18,Door,0.5\n'
                     '"s ""q""",r1,"2026-01-01T00:00:19",Door,"0.5"\n', 2, 2, 2, {}),
+    "stray_quote.csv": (LONG + good("f") + '"f,r1,2026-01-01T00:00:18,Door,0.5\n'
+                        'f,r1,2026-01-01T00:00:19,Door,0.5\n', 2, 1, 1,  # one record, per
+                        {"wrong number of fields (the header has 5)": 1}),  # RFC 4180
     "malformed.jsonl": ('{"stream_id": "j", "ts": "2026-01-01T00:00:20", "symbol": "Door", '
                         '"score": 0.5}\n\n{"stream_id": "j", "ts": "2026-01-01T00:00:21"\n'
                         '[{"stream_id": "j"}, {"stream_id": "k"}]\n'
@@ -197,7 +200,8 @@ def test_the_report_adds_up_over_every_file(night):
 def test_what_the_columns_cannot_show_is_kept_raw(night):
     _, bronze, quarantine = night
     raw = quarantine.set_index("reason").raw
-    assert raw["wrong number of fields (the header has 5)"].tolist() == [
+    assert sorted(raw["wrong number of fields (the header has 5)"]) == [
+        '"f,r1,2026-01-01T00:00:18,Door,0.5\nf,r1,2026-01-01T00:00:19,Door,0.5',
         "s,r1,2026-01-01T00:00:16,Door,0.5,extra", "s,r1,2026-01-01T00:00:17,Door"]
     assert set(raw["malformed JSON line (not one JSON object)"]) == {
         '{"stream_id": "j", "ts": "2026-01-01T00:00:21"',
@@ -219,9 +223,21 @@ def test_what_the_columns_cannot_show_is_kept_raw(night):
 
 
 def test_wide_rows_not_summing_to_one_are_renormalized_when_asked(spark, tmp_path):
+    """With `wide_sum: renormalize`; the lake's quarantine was written before it had a
+    `raw` column, and gains one (null in its older rows)."""
     ctx = context(tmp_path, "renormalize", wide_sum="renormalize")
     land(tmp_path / "landing" / DAY.isoformat(), ["wide_sum.csv"])
+    old_schema = QUARANTINE.schema.remove(QUARANTINE.schema.get_field_index("raw"))
+    before = DAY - dt.timedelta(days=1)
+    old = pa.table({"stream_id": ["o"], "sensor_id": [None], "ts": ["x"], "symbol": ["Door"],
+                    "score": ["1"], "reason": ["unparseable timestamp"],
+                    "source_file": ["old.csv"], "batch_date": [before],
+                    "ingest_time": [dt.datetime(2026, 1, 1, tzinfo=dt.UTC)]}, old_schema)
+    QUARANTINE.path(ctx.lake).mkdir(parents=True)
+    write_deltalake(str(QUARANTINE.path(ctx.lake)), old, partition_by=["batch_date"])
     report = ingest_day(ctx, DAY)
+    stored = QUARANTINE.read(ctx.lake).to_pandas().set_index("batch_date")
+    assert stored.loc[before, "raw"] is None and stored.loc[DAY, "raw"].startswith("{")
     (count,) = report.per_file
     assert (count.records, count.bronze_records, count.bronze, count.quarantined) == \
         (3, 2, 6, 1)
