@@ -38,3 +38,18 @@ def test_settings_are_found_in_order(tmp_path, monkeypatch):
     assert settings_file(env={"PROBCEP_SETTINGS": str(named)}) == named
     assert settings_file(named.name, env={"PROBCEP_SETTINGS": "x.yaml"}) == Path(named.name)
     assert load_settings(env={"PROBCEP_SETTINGS": str(named)}).lake_root == tmp_path / "named"
+
+
+def test_wide_sum_and_symbol_names_are_checked(tmp_path):
+    path = tmp_path / "s.yaml"
+    base = ("lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\n"
+            "epoch: '2026-01-01T00:00:00'\n")
+    path.write_text(base + "domain: [A]\n")
+    assert load_settings(path, env={}).wide_sum == "refuse"  # the default
+    assert load_settings(path, env={"PROBCEP_WIDE_SUM": "renormalize"}).wide_sum == \
+        "renormalize"
+    with pytest.raises(SettingsError, match="'wide_sum'.*must be one of"):
+        load_settings(path, env={"PROBCEP_WIDE_SUM": "guess"})
+    path.write_text(base + "domain: [A, score]\n")  # a symbol named like a reading column
+    with pytest.raises(SettingsError, match="'domain'.*not one of"):
+        load_settings(path, env={})

@@ -76,6 +76,8 @@ def test_every_bad_row_is_quarantined_and_nothing_is_lost(spark, settings, fmt):
     write(settings, long_rows(), f"r.{fmt}")
     report = ingest_day(run(settings, "run-1"), DAY)
     assert (report.rows, report.bronze, report.quarantined) == (8, 4, 4)
+    (count,) = report.per_file  # rows conserved: 8 records = 4 to bronze + 4 quarantined
+    assert (count.records, count.bronze_records, count.quarantined) == (8, 4, 4)
     assert report.reasons == {"missing stream_id": 1, "unparseable timestamp": 1,
                               "unknown symbol": 1, "negative score": 1}
     bronze, quarantine = table(settings, BRONZE), table(settings, QUARANTINE)
@@ -90,7 +92,9 @@ def test_wide_rows_become_readings(spark, settings):
                                                          "2026-01-01T00:01:00"],
                          "Hallway": [0.2, 0.0], "Door": [0.8, 0.5], "Room": [0.0, 0.5]})
     write(settings, wide, "wide.csv")
-    assert ingest_day(run(settings, "r"), DAY).bronze == 6
+    report = ingest_day(run(settings, "r"), DAY)
+    assert (report.rows, report.bronze, report.per_file[0].bronze_records) == (2, 6, 2)
+    assert "bronze 6 readings of 2 records" in report.line()
 
 
 def test_too_much_quarantine_fails(spark, settings):

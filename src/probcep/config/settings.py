@@ -25,6 +25,9 @@ LOCAL = Path("probcep.yaml")
 AGGREGATIONS = ("sum", "max")
 GAP_POLICIES = ("no_reading", "uniform", "hold_last")
 MISSING_DAYS = ("silence", "refuse")
+WIDE_SUMS = ("refuse", "renormalize")
+#: Names a symbol cannot have: the columns of a reading in landing files.
+READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 
 
 class SettingsError(ProbcepError, ValueError):
@@ -47,6 +50,7 @@ class Settings:
     registry: Path
     target_file_mb: float
     missing_day: str = "silence"
+    wide_sum: str = "refuse"
     live_checkpoint: Path | None = None  # None: <lake_root>/_live/checkpoint
     live_trigger_seconds: int = 60
     allowed_lateness_seconds: int = 120
@@ -142,8 +146,10 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     domain = v["domain"]
     if (not isinstance(domain, list) or not domain
             or not all(isinstance(s, str) and s.isidentifier() for s in domain)
-            or len(set(domain)) != len(domain)):
-        fail("domain", f"must be a list of distinct symbol names, got {domain!r}")
+            or len(set(domain)) != len(domain)
+            or set(domain) & set(READING_COLUMNS)):
+        fail("domain", f"must be a list of distinct symbol names (not one of "
+                       f"{READING_COLUMNS}), got {domain!r}")
     reserved = v.get("no_reading_symbol", "NoReading")
     if not isinstance(reserved, str) or not reserved.isidentifier() or reserved in domain:
         fail("no_reading_symbol", f"must be a name outside the domain, got {reserved!r}")
@@ -165,6 +171,9 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     missing = v.get("missing_day", "silence")
     if missing not in MISSING_DAYS:
         fail("missing_day", f"must be one of {MISSING_DAYS}, got {missing!r}")
+    wide_sum = v.get("wide_sum", "refuse")
+    if wide_sum not in WIDE_SUMS:
+        fail("wide_sum", f"must be one of {WIDE_SUMS}, got {wide_sum!r}")
     live = {}
     for name, default, least in (("live_trigger_seconds", 60, 1),
                                  ("allowed_lateness_seconds", 120, 0),
@@ -189,6 +198,6 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
         max_quarantine_fraction=float(fraction),
         registry=where("registry") if v.get("registry") else base / "patterns.yaml",
-        target_file_mb=float(file_mb), missing_day=missing,
+        target_file_mb=float(file_mb), missing_day=missing, wide_sum=wide_sum,
         live_checkpoint=where("live_checkpoint", lake_base) if v.get("live_checkpoint")
         else None, **live)

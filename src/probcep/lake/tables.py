@@ -74,7 +74,12 @@ class Table:
             return self.schema.empty_table()
         rows = DeltaTable(str(self.path(lake)), version=version).to_pyarrow_table(
             filters=filters or None)
-        return rows if self.schema is None else rows.select(self.schema.names)
+        if self.schema is None:
+            return rows
+        for f in self.schema:  # a column added since this version was written: nulls
+            if f.name not in rows.schema.names and f.nullable:
+                rows = rows.append_column(f, pa.nulls(rows.num_rows, f.type))
+        return rows.select(self.schema.names)
 
     def files(self, lake, filters=None, version: int | None = None) -> list[str]:
         """The files of the current snapshot (or of `version`) that may hold rows matching
@@ -93,6 +98,22 @@ class Table:
     def day_predicate(self, day: dt.date, keys: dict[str, Sequence]) -> str:
         return " AND ".join([f"{self.day_column} = '{day.isoformat()}'",
                              *(sql_in(k, v) for k, v in keys.items())])
+
+    def add_missing_columns(self, lake, metadata: dict) -> list[str]:
+        """Add the schema's nullable columns the stored table lacks (a table written
+        before they were added), in one commit; returns their names. Older rows read
+        them as null."""
+        from deltalake import DeltaTable, Field
+
+        if self.schema is None or not self.exists(lake):
+            return []
+        table = DeltaTable(str(self.path(lake)))
+        stored = set(table.schema().to_arrow().names)
+        missing = [f for f in self.schema if f.name not in stored and f.nullable]
+        if missing:
+            table.alter.add_columns([Field.from_arrow(f) for f in missing],
+                                    commit_properties=commit_properties(metadata))
+        return [f.name for f in missing]
 
     def lock(self, lake, day: dt.date, **keys: Sequence):
         """Hold the slice lock of the day's rows with these key values (the whole day
@@ -223,9 +244,13 @@ BRONZE = Table("bronze/readings", "batch_date", pa.schema([
     ("symbol", pa.string()), ("score", pa.float64()), ("batch_date", pa.date32()),
     ("source_file", pa.string()), ("ingest_time", UTC_MICROS),
 ]))
+#: One row per refused input record (or unreadable file). `raw` (added later, so last
+#: and null in older rows) keeps what the text columns cannot show: a malformed line's
+#: text, a wide row's or unknown columns' fields as JSON, an unreadable file's error.
 QUARANTINE = Table("bronze/quarantine", "batch_date", pa.schema([
     *((c, pa.string()) for c in RAW_COLUMNS), ("reason", pa.string()),
     ("source_file", pa.string()), ("batch_date", pa.date32()), ("ingest_time", UTC_MICROS),
+    ("raw", pa.string()),
 ]))
 #: One row per stream and timestep; one probability column per silver symbol.
 SILVER = Table("silver/distributions", "date")

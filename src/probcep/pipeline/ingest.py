@@ -1,123 +1,437 @@
 """Ingest a day of raw readings from the landing folder into `bronze/readings`.
 
-Raw files are CSV, JSON lines or Parquet, in either layout users have:
+Raw files are CSV, JSON lines or Parquet (`probcep.pipeline.landing` reads them as
+records), in either layout users have:
   long: stream_id, ts, symbol, score [, sensor_id]   (many readings per stream and step)
-  wide: stream_id, ts, one probability column per symbol   (sensors emitting distributions)
-Wide rows are unpivoted into long ones (score = the symbol's probability), so everything
-downstream sees one layout. Every row is checked with Spark expressions; a bad row goes
-to `bronze/quarantine` with the first reason it fails and its source file, so
-bronze rows + quarantined rows = input rows. The good rows pass the bronze suite
-before anything is written. Rerunning a day replaces that day.
+  wide: stream_id, ts [, sensor_id], one probability column per symbol   (sensors
+        emitting distributions)
+A good wide row is unpivoted into long readings (score = the symbol's probability), so
+everything downstream sees one layout; a bad one is refused whole, never in part.
+
+Every record is checked with Spark expressions. A record that cannot be used for the
+batch goes to `bronze/quarantine` as one row, with the first reason it fails, its file,
+and its raw text when its columns cannot show it (malformed lines, wide rows, values in
+unknown columns); a file that cannot be read at all becomes one quarantine row naming
+it. docs/bad-input.md lists every reason.
+
+**Row conservation** is checked on every batch before anything is committed: for each
+file, the records its parser read (for Parquet, also the footer's row count) equal the
+records whose readings are staged for bronze plus the rows staged for quarantine; an
+unreadable file counts as one record and one quarantine row. A batch that breaks it,
+fails the bronze suite or quarantines more than `max_quarantine_fraction` of its
+records is not committed. Rerunning a day replaces that day.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
-from probcep.lake.delta import commit_staged, staged, staged_rows
+from probcep.lake.delta import commit_staged, staged
 from probcep.lake.tables import BRONZE, QUARANTINE, RAW_COLUMNS
 from probcep.pipeline.context import RunContext
+from probcep.pipeline.landing import (
+    FORMATS,
+    KEYS,
+    LONG,
+    Opened,
+    Unreadable,
+    cell,
+    data_files,
+    read_file,
+    unreadable_from_error,
+)
 
-FORMATS = {".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json",
-           ".parquet": "parquet"}
+#: A wide row's probabilities sum to 1 within this, or the row is refused (or, with
+#: `wide_sum: renormalize`, divided by its sum).
+WIDE_SUM_TOLERANCE = 1e-6
+#: The largest score taken. Normalize sums a timestep's scores; scores up to this bound
+#: keep any such sum finite (1e300 times 1e8 readings is still below 1.8e308).
+MAX_SCORE = 1e300
+#: A timestamp starts with a full date: Spark would stamp a bare time (`12:00`) with the
+#: day the job runs, and read `2026` as 2026-01-01T00:00.
+DATE_FIRST = r"^\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}([T ]|$)"
 
 
 class IngestError(ProbcepError):
-    """A batch that cannot be ingested (no files, too much quarantined)."""
+    """A batch that cannot be ingested (no files, too much quarantined, rows not
+    conserved)."""
+
+
+@dataclass(frozen=True)
+class FileCount:
+    """What became of one landing file's records."""
+
+    file: str
+    records: int  # read by its parser; an unreadable file counts as one
+    bronze_records: int  # records whose readings went to bronze
+    bronze: int  # those readings (a wide row gives one per symbol column)
+    quarantined: int  # quarantine rows, one per refused record
+    unreadable: str = ""  # why the file was quarantined as a whole
+
+    @property
+    def conserved(self) -> bool:
+        return self.records == self.bronze_records + self.quarantined
 
 
 @dataclass(frozen=True)
 class IngestReport:
     day: dt.date
     files: int
-    rows: int
-    bronze: int
-    quarantined: int
+    rows: int  # input records
+    bronze: int  # bronze readings
+    quarantined: int  # quarantine rows
     reasons: dict
     silent: str = ""  # why the day has no readings, when it has none
+    per_file: tuple[FileCount, ...] = field(default=(), repr=False)
+    late: int = 0  # readings dated before the day (see `line`)
+    duplicates: int = 0  # readings identical to another of the batch
+    renormalized: int = 0  # wide rows divided by their sum (`wide_sum: renormalize`)
+    aggregation: str = "sum"
 
     def line(self) -> str:
         if self.silent:
             return f"{self.silent}: a day of silence"
         why = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items()))
-        return (f"{self.day}: {self.rows} readings from {self.files} files -> bronze "
-                f"{self.bronze}, quarantine {self.quarantined}" + (f" ({why})" if why else ""))
+        taken = sum(f.bronze_records for f in self.per_file)
+        text = (f"{self.day}: {self.rows} records from {self.files} files -> bronze "
+                f"{self.bronze}" + (f" readings of {taken} records" if taken != self.bronze
+                                    else "")
+                + f", quarantine {self.quarantined}" + (f" ({why})" if why else ""))
+        notes = []
+        if self.renormalized:
+            notes.append(f"{self.renormalized} wide rows renormalized")
+        if self.late:
+            notes.append(f"{self.late} late readings for earlier days (taken when those "
+                         f"days are normalized again)")
+        if self.duplicates:
+            notes.append(f"warning: {self.duplicates} readings repeat another exactly"
+                         + (" and count again under aggregation: sum"
+                            if self.aggregation == "sum" else ""))
+        return "; ".join([text, *notes])
 
 
 def landing_files(settings: Settings, day: dt.date) -> list[Path]:
+    """The day's landing files: every file of its folder but markers (`_COMPLETE`)."""
     folder = settings.landing_dir / day.isoformat()
     if not folder.is_dir():
         raise IngestError(f"no landing folder for {day}: {folder} does not exist")
-    files = sorted(p for p in folder.glob("*") if p.suffix.lower() in FORMATS)
+    files = data_files(folder)
     if not files:
         raise IngestError(f"no landing files for {day} in {folder} "
                           f"(expected {', '.join(sorted(FORMATS))})")
     return files
 
 
-def read_raw(spark, files: list[Path], domain):
-    """All files of a day as long-layout rows of strings plus `source_file`."""
+def read_records(spark, files: list[Path], domain):
+    """The records of the day's files, cached, with the number each file holds and the
+    files that cannot be read (each `Unreadable`).
+
+    Reading a file's header or footer finds most broken files; a file that breaks
+    only when Spark reads it further is set aside by the Spark error naming it, and the
+    rest are read again. A file whose text is not UTF-8 (Spark reads such bytes as
+    U+FFFD) is set aside whole as well."""
     from pyspark.sql import functions as F
 
-    frames = []
-    for path in files:
-        fmt = FORMATS[path.suffix.lower()]
-        reader = spark.read.option("header", True) if fmt == "csv" else spark.read
-        if fmt == "json":
-            reader = reader.option("primitivesAsString", True)
-        frame = getattr(reader, fmt)(str(path))
-        frame = frame.select([F.col(f"`{c}`").cast("string").alias(c) for c in frame.columns])
-        if "symbol" not in frame.columns and any(d in frame.columns for d in domain):
-            frame = _unpivot(frame, [d for d in domain if d in frame.columns])
-        for c in RAW_COLUMNS:
-            if c not in frame.columns:
-                frame = frame.withColumn(c, F.lit(None).cast("string"))
-        frames.append(frame.select(*RAW_COLUMNS).withColumn("source_file", F.lit(str(path))))
-    out = frames[0]
-    for frame in frames[1:]:
-        out = out.unionByName(frame)
+    unreadable: dict[Path, Unreadable] = {}
+    while True:
+        opened = []
+        for path in files:
+            if path not in unreadable:
+                got = read_file(spark, path, domain)
+                if isinstance(got, Unreadable):
+                    unreadable[path] = got
+                else:
+                    opened.append(got)
+        frames = [o.records for o in opened if o.records is not None]
+        if not frames:
+            return None, {str(o.path): 0 for o in opened}, unreadable
+        records = frames[0]
+        for frame in frames[1:]:
+            records = records.unionByName(frame)
+        records = records.withColumn("_record", F.monotonically_increasing_id()).cache()
+        try:
+            counts = {r["source_file"]: (r["n"], r["bad_text"]) for r in
+                      records.groupBy("source_file").agg(
+                          F.count(F.lit(1)).alias("n"),
+                          F.sum(F.col("bad_text").cast("long")).alias("bad_text")).collect()}
+        except Exception as error:  # a file Spark could not read: set it aside, read again
+            records.unpersist()
+            found = unreadable_from_error(error, [o.path for o in opened])
+            if found is None:
+                raise
+            unreadable[found.path] = found
+            continue
+        return records, _counted(opened, counts, unreadable), unreadable
+
+
+def _counted(opened: list[Opened], counts: dict, unreadable: dict) -> dict[str, int]:
+    """Records per readable file; files of text that is not UTF-8 move to `unreadable`.
+    A Parquet file must yield the rows its footer states."""
+    out = {}
+    for o in opened:
+        n, bad_text = counts.get(str(o.path), (0, 0))
+        if bad_text:
+            unreadable[o.path] = Unreadable(o.path, "not UTF-8 text",
+                                            f"{bad_text} of its {n} records hold bytes "
+                                            f"that are not UTF-8")
+            continue
+        if o.footer_rows is not None and o.footer_rows != n:
+            raise IngestError(f"{o.path}: rows are not conserved: its Parquet footer "
+                              f"states {o.footer_rows} rows, the reader read {n}")
+        out[str(o.path)] = n
     return out
 
 
-def _unpivot(frame, symbols):
+def _first(cases, otherwise=None):
+    """`F.when` over (condition, value) pairs, first match wins."""
     from pyspark.sql import functions as F
 
-    pairs = F.array(*[F.struct(F.lit(s).alias("symbol"), F.col(f"`{s}`").alias("score"))
-                      for s in symbols])
-    return (frame.withColumn("_p", F.explode(pairs))
-            .select("stream_id", "ts", F.col("_p.symbol").alias("symbol"),
-                    F.col("_p.score").alias("score")))
+    out = None
+    for condition, value in cases:
+        value = F.lit(value) if isinstance(value, str) else value
+        out = F.when(condition, value) if out is None else out.when(condition, value)
+    return out if otherwise is None else out.otherwise(otherwise)
 
 
-def checked(raw, domain):
-    """Raw rows with `reason` (null when the row is good) and typed ts and score."""
+def _score_checks(text, where: str = ""):
+    """(condition, reason) pairs for one score given as text, in the order they are
+    checked."""
     from pyspark.sql import functions as F
 
+    value = text.try_cast("double")
+    inf = F.lit(float("inf"))
+    return [(text.isNull(), f"missing score{where}"),
+            (value.isNull(), f"score is not a number{where}"),
+            (F.isnan(value), f"score is NaN{where}"),
+            ((value == inf) | (value == -inf), f"score is not finite{where}"),
+            (value < 0, f"negative score{where}"),
+            (value > MAX_SCORE, f"score above {MAX_SCORE:g}{where}")]
+
+
+def checked(records, settings: Settings, day: dt.date):
+    """Records with `reason` (null when the record is good), typed `ts_typed` and
+    `score_typed` (long rows), `_value_<symbol>` (wide rows), `_total`, `renormalized`
+    and `late` (for good rows)."""
+    from pyspark.sql import functions as F
+
+    domain = settings.domain
+    first, stop = settings.clock.day_range(day)
+    clock = settings.clock
     ts = F.try_to_timestamp(F.col("ts"))
+    t = F.floor((F.unix_micros(ts) - F.lit(clock.epoch_micros)) / F.lit(clock.step_micros))
     score = F.col("score").try_cast("double")
-    reason = (F.when(F.col("stream_id").isNull() | (F.trim("stream_id") == ""),
-                     "missing stream_id")
-              .when(ts.isNull(), "unparseable timestamp")
-              .when(F.col("symbol").isNull() | ~F.col("symbol").isin(*domain), "unknown symbol")
-              .when(score.isNull(), "score is not a number")
-              .when(F.isnan(score), "score is NaN")
-              .when(score < 0, "negative score"))
-    return raw.withColumn("reason", reason).withColumn("ts_typed", ts) \
-              .withColumn("score_typed", score)
+    long, wide = F.col("layout") == "long", F.col("layout") == "wide"
+    cells = {s: F.col(cell(s)) for s in domain}
+    values = {s: c.try_cast("double") for s, c in cells.items()}
+    total = sum((F.coalesce(v, F.lit(0.0)) for v in values.values()), F.lit(0.0))
+    off_sum = F.abs(total - 1) > WIDE_SUM_TOLERANCE
+    unknown = F.array_min(F.map_keys("extra"))
+
+    cases = [
+        (F.col("malformed").isNotNull(), F.col("malformed")),
+        (F.col("extra").isNotNull() & long, F.concat(F.lit("unknown column '"), unknown,
+                                                      F.lit("'"))),
+        (F.col("extra").isNotNull(), F.concat(F.lit("column '"), unknown,
+                                              F.lit("' is not in the domain"))),
+        (F.col("stream_id").isNull() | (F.trim("stream_id") == ""), "missing stream_id"),
+        (ts.isNull(), "unparseable timestamp"),
+        (~F.col("ts").rlike(DATE_FIRST), "timestamp has no date"),
+        (t >= stop, "outside batch day"),
+        (long & (F.col("symbol").isNull() | ~F.col("symbol").isin(*domain)),
+         "unknown symbol"),
+        *[(long & c, r) for c, r in _score_checks(F.col("score"))],
+    ]
+    for k in range(6):  # each kind of bad score, then the next, over every column
+        for s in domain:  # (an empty cell is "" and a column the row lacks is null)
+            c, r = _score_checks(F.when(cells[s] != "", cells[s]), f" in column '{s}'")[k]
+            cases.append((wide & cells[s].isNotNull() & c, r))
+    cases += [
+        (wide & F.least(F.lit(True), *[c.isNull() for c in cells.values()]),
+         "wide row has no symbol column"),
+        (wide & (total == 0), "wide row sums to 0"),
+    ]
+    if settings.wide_sum == "refuse":
+        cases.append((wide & off_sum, "wide row does not sum to 1"))
+    reason = _first(cases)
+    return (records.withColumn("reason", reason)
+            .withColumn("ts_typed", ts).withColumn("score_typed", score)
+            .withColumn("_total", total)
+            .withColumn("renormalized", wide & off_sum & reason.isNull())
+            .withColumn("late", (t < first) & reason.isNull())
+            .select("*", *[v.alias(f"_value_{s}") for s, v in values.items()]))
+
+
+def readings(good, domain):
+    """Good records as long readings: a wide row gives one per symbol column it has (a
+    renormalized row's values divided by its sum)."""
+    from pyspark.sql import functions as F
+
+    scale = F.when(F.col("renormalized"), F.col("_total")).otherwise(F.lit(1.0))
+    wide_pairs = F.filter(F.array(*[
+        F.struct(F.lit(s).alias("symbol"), (F.col(f"_value_{s}") / scale).alias("score"))
+        for s in domain]), lambda p: p["score"].isNotNull())
+    long_pair = F.array(F.struct(F.col("symbol").alias("symbol"),
+                                 F.col("score_typed").alias("score")))
+    pairs = F.when(F.col("layout") == "long", long_pair).otherwise(wide_pairs)
+    return (good.withColumn("_p", F.explode(pairs))
+            .select("stream_id", "sensor_id", F.col("ts_typed").alias("ts"),
+                    F.col("_p.symbol").alias("symbol"), F.col("_p.score").alias("score"),
+                    "source_file", "_record", "late", "renormalized"))
+
+
+def quarantine_rows(bad, domain):
+    """Refused records as quarantine rows: the text columns as read, the reason, and
+    `raw`: the malformed text, or the record's fields as JSON when the columns cannot
+    show them (a wide row, values in unknown columns)."""
+    from pyspark.sql import functions as F
+
+    def fields(names, col=F.col):
+        return F.create_map(*[x for n in names for x in (F.lit(n), col(n))])
+
+    wide_cells = F.create_map(*[x for s in domain for x in (F.lit(s), F.col(cell(s)))])
+    shown = F.when(F.col("layout") == "wide",
+                   F.map_concat(fields(KEYS), wide_cells)).otherwise(fields(LONG))
+    every = F.map_filter(F.map_concat(shown, F.coalesce(
+        "extra", F.create_map().cast("map<string,string>"))), lambda k, v: v.isNotNull())
+    raw = F.coalesce("raw", F.when((F.col("layout") == "wide") | F.col("extra").isNotNull(),
+                                   F.to_json(every)))
+    return bad.select(*RAW_COLUMNS, "reason", "source_file", raw.alias("raw"))
+
+
+def _unreadable_rows(spark, unreadable: dict):
+    """One quarantine row per file that could not be read."""
+    rows = [(f"unreadable file: {u.why}", str(u.path), u.detail or None)
+            for u in unreadable.values()]
+    frame = spark.createDataFrame(rows, "reason string, source_file string, raw string")
+    from pyspark.sql import functions as F
+
+    return frame.select(*[F.lit(None).cast("string").alias(c) for c in RAW_COLUMNS],
+                        "reason", "source_file", "raw")
+
+
+def _staged_counts(folder: Path, by: str) -> dict[str, int]:
+    """Rows per value of column `by` in a staging folder (that column alone is read)."""
+    import pyarrow.dataset as ds
+
+    parts = sorted(str(p) for p in folder.glob("part-*.parquet"))
+    if not parts:
+        return {}
+    counted = ds.dataset(parts, format="parquet").to_table(columns=[by]) \
+        .group_by(by).aggregate([([], "count_all")])
+    return dict(zip(counted[by].to_pylist(), counted["count_all"].to_pylist()))
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What the good records of a batch gave, as checked: per file (readings, distinct
+    records), and the counts the report notes."""
+
+    per_file: dict[str, tuple[int, int]]
+    late: int
+    renormalized: int
+    duplicates: int
+
+
+def _taken(good) -> Taken:
+    from pyspark.sql import functions as F
+
+    per_file, late, renormalized = {}, 0, 0
+    for r in good.groupBy("source_file").agg(
+            F.count(F.lit(1)).alias("n"), F.countDistinct("_record").alias("records"),
+            F.sum(F.col("late").cast("long")).alias("late"),
+            F.countDistinct(F.when(F.col("renormalized"), F.col("_record"))).alias("renorm"),
+    ).collect():
+        per_file[r["source_file"]] = (r["n"], r["records"])
+        late, renormalized = late + r["late"], renormalized + r["renorm"]
+    duplicates = good.groupBy("stream_id", "sensor_id", "ts", "symbol", "score").count() \
+        .where("count > 1").agg(F.sum(F.col("count") - 1)).first()[0] or 0
+    return Taken(per_file, late, renormalized, duplicates)
+
+
+def conservation(records: dict[str, int], unreadable: dict, taken: dict,
+                 staged_bronze: dict, staged_quarantine: dict) -> tuple[FileCount, ...]:
+    """Per file, what became of its records; IngestError naming the first file whose
+    records are not all accounted for, or whose staged readings differ from those
+    checked.
+
+    `records`: read per readable file; `taken`: (readings, distinct records) of the
+    good rows per file, as checked; `staged_*`: rows per file in the staged files that
+    would be committed."""
+    out = []
+    for path in sorted({*records, *(str(p) for p in unreadable)}):
+        unread = next((u for p, u in unreadable.items() if str(p) == path), None)
+        readings, taken_records = taken.get(path, (0, 0))
+        count = FileCount(path, 1 if unread else records[path], taken_records,
+                          staged_bronze.get(path, 0), staged_quarantine.get(path, 0),
+                          unread.why if unread else "")
+        if not count.conserved or readings != count.bronze:
+            raise IngestError(
+                f"{path}: rows are not conserved: {count.records} records read, "
+                f"{count.bronze_records} to bronze ({count.bronze} readings staged, "
+                f"{readings} checked) + {count.quarantined} to quarantine; "
+                f"nothing committed")
+        out.append(count)
+    stray = (set(staged_bronze) | set(staged_quarantine)) - {c.file for c in out}
+    if stray:
+        raise IngestError(f"rows are not conserved: staged rows name files that were not "
+                          f"read: {sorted(stray)}; nothing committed")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class CheckedBatch:
+    """A batch's files read and checked: bronze rows, quarantine rows (both stamped
+    with the batch's day and the ingest time), and what conservation needs."""
+
+    good: object  # Spark DataFrame in bronze's columns
+    bad: object  # Spark DataFrame in quarantine's columns
+    taken: Taken
+    counts: dict  # records per readable file
+    unreadable: dict  # Path -> Unreadable
+    records: object = None  # the cached records behind both frames
+
+    def release(self) -> None:
+        if self.records is not None:
+            self.records.unpersist()
+
+
+def checked_batch(spark, settings: Settings, files: list[Path], day: dt.date) -> CheckedBatch:
+    """Read and check `files` as the batch of `day` (ingest's night and live mode's
+    micro-batches both come through here); call `release()` when done with the rows."""
+    from pyspark.sql import functions as F
+
+    domain = settings.domain
+    records, counts, unreadable = read_records(spark, files, domain)
+    stamp = [F.lit(day).cast("date").alias("batch_date"),
+             F.current_timestamp().alias("ingest_time")]
+    bad = _unreadable_rows(spark, unreadable)
+    good = None
+    if records is not None:
+        rows = checked(records.where(F.col("source_file").isin(*counts)), settings, day)
+        bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
+            .unionByName(bad)
+        good = readings(rows.where(F.col("reason").isNull()), domain)
+    bad = bad.select(*RAW_COLUMNS, "reason", "source_file", *stamp, "raw")
+    taken = _taken(good) if good is not None else Taken({}, 0, 0, 0)
+    good = (good if good is not None else spark.createDataFrame(
+        [], "stream_id string, sensor_id string, ts timestamp, symbol string, "
+            "score double, source_file string")) \
+        .select("stream_id", "sensor_id", "ts", "symbol", "score", *stamp,
+                "source_file").select(*BRONZE.schema.names)
+    return CheckedBatch(good, bad, taken, counts, unreadable, records)
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
     """Check the day's landing files and replace the day in bronze and quarantine.
 
     The rows flow from Spark's executors through staged Parquet into Delta (see
-    `probcep.lake.delta`); the driver only sees counts. Nothing is committed when the
-    bronze suite fails or too much is quarantined.
+    `probcep.lake.delta`); the driver only sees counts. Nothing is committed when rows
+    are not conserved, the bronze suite fails or too much is quarantined.
     """
-    from pyspark.sql import functions as F
 
     from probcep.lake.expectations import BRONZE_SUITE, validate
 
@@ -134,31 +448,35 @@ def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
         for table in (BRONZE, QUARANTINE):
             table.clear_day(lake, day, meta)
         return IngestReport(day, 0, 0, 0, 0, {}, silent=str(missing))
-    rows = checked(read_raw(ctx.spark, files, settings.domain), settings.domain) \
-        .withColumn("batch_date", F.lit(day).cast("date")) \
-        .withColumn("ingest_time", F.current_timestamp()).cache()
+    spark, domain = ctx.spark, settings.domain
+    batch = checked_batch(spark, settings, files, day)
+    good, bad, taken, counts, unreadable = (batch.good, batch.bad, batch.taken,
+                                            batch.counts, batch.unreadable)
     try:
-        good = rows.where(F.col("reason").isNull()).select(
-            "stream_id", "sensor_id", F.col("ts_typed").alias("ts"), "symbol",
-            F.col("score_typed").alias("score"), "batch_date", "source_file", "ingest_time")
-        bad = rows.where(F.col("reason").isNotNull()).select(
-            *RAW_COLUMNS, "reason", "source_file", "batch_date", "ingest_time")
-        validate(good, BRONZE_SUITE, settings.domain,  # before anything is written
+        validate(good, BRONZE_SUITE, domain,  # before anything is written
                  day=day.isoformat(), run_id=ctx.run_id)
-        reasons = {r["reason"]: r["count"] for r in bad.groupBy("reason").count().collect()}
         meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": len(files)}
         with BRONZE.lock(lake, day), QUARANTINE.lock(lake, day), \
                 staged(good, BRONZE.path(lake)) as good_dir, \
                 staged(bad, QUARANTINE.path(lake)) as bad_dir:
-            n_good, n_bad = staged_rows(good_dir), staged_rows(bad_dir)
-            report = IngestReport(day, len(files), n_good + n_bad, n_good, n_bad, reasons)
-            if report.rows and n_bad / report.rows > settings.max_quarantine_fraction:
+            counted = conservation(counts, unreadable, taken.per_file,
+                                   _staged_counts(good_dir, "source_file"),
+                                   _staged_counts(bad_dir, "source_file"))
+            reasons = _staged_counts(bad_dir, "reason")
+            report = IngestReport(
+                day, len(files), sum(c.records for c in counted),
+                sum(c.bronze for c in counted), sum(c.quarantined for c in counted),
+                reasons, per_file=counted, late=taken.late, duplicates=taken.duplicates,
+                renormalized=taken.renormalized, aggregation=settings.aggregation)
+            if report.rows and report.quarantined / report.rows > \
+                    settings.max_quarantine_fraction:
                 raise IngestError(f"{report.line()}: quarantined fraction "
-                                  f"{n_bad / report.rows:.3f} exceeds "
+                                  f"{report.quarantined / report.rows:.3f} exceeds "
                                   f"max_quarantine_fraction {settings.max_quarantine_fraction}")
+            QUARANTINE.add_missing_columns(lake, meta)
             for folder, frame, table in ((good_dir, good, BRONZE), (bad_dir, bad, QUARANTINE)):
                 commit_staged(folder, frame.limit(0).toArrow().schema, table, lake, day, meta,
                               settings.target_file_bytes)
     finally:
-        rows.unpersist()
+        batch.release()
     return report

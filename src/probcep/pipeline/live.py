@@ -5,7 +5,7 @@ which lists new files without reading them; `maxFilesPerTrigger`; checkpoint and
 from settings) hands each micro-batch's new files, with its batch id, to `LiveQuery.batch`
 (`foreachBatch`). A micro-batch:
 
-1. reads its files with ingest's reader and row checks (`read_raw`, `checked`): good rows
+1. reads its files with ingest's reader and row checks (`checked_batch`): good rows
    are appended to `bronze/readings`, bad ones to `bronze/quarantine`;
 2. moves the *complete* mark: a timestep is complete once a reading at least
    `allowed_lateness_seconds` after its end has arrived (Spark's file source lists no
@@ -63,7 +63,7 @@ from probcep.lake.tables import (
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.group_day import PROCESSED, previous_states, split_output
 from probcep.pipeline.group_tasks import SAVED_STATES, group_streams
-from probcep.pipeline.ingest import FORMATS, checked, read_raw
+from probcep.pipeline.ingest import FORMATS, checked_batch
 from probcep.pipeline.normalize import distributions
 from probcep.pipeline.publish_alerts import alerts_of
 
@@ -227,28 +227,22 @@ class LiveQuery:
     def read(self, files: list[Path]) -> tuple[pa.Table, pa.Table]:
         """The files' readings checked as ingest checks them: (bronze rows, quarantine
         rows), each with its landing folder's day as `batch_date`."""
-        from pyspark.sql import functions as F
-
         if not files:
             return BRONZE.schema.empty_table(), QUARANTINE.schema.empty_table()
         by_day: dict[dt.date, list[Path]] = {}
         for p in files:
             by_day.setdefault(_folder_day(p), []).append(p)
-        frames = [read_raw(self.ctx.spark, paths, self.settings.domain)
-                  .withColumn("batch_date", F.lit(day).cast("date"))
-                  for day, paths in sorted(by_day.items())]
-        raw = frames[0]
-        for f in frames[1:]:
-            raw = raw.unionByName(f)
-        rows = checked(raw, self.settings.domain).withColumn("ingest_time",
-                                                              F.current_timestamp())
-        rows = rows.toArrow()
-        ok = pc.is_null(rows["reason"])
-        good = rows.filter(ok).drop_columns(["ts", "score"]).rename_columns(
-            {"ts_typed": "ts", "score_typed": "score"})
-        bad = rows.filter(pc.invert(ok))
-        return (good.select(BRONZE.schema.names).cast(BRONZE.schema),
-                bad.select(QUARANTINE.schema.names).cast(QUARANTINE.schema))
+        good, bad = [], []
+        for day, paths in sorted(by_day.items()):
+            batch = checked_batch(self.ctx.spark, self.settings, paths, day)
+            try:
+                good.append(batch.good.toArrow().select(BRONZE.schema.names)
+                            .cast(BRONZE.schema))
+                bad.append(batch.bad.toArrow().select(QUARANTINE.schema.names)
+                           .cast(QUARANTINE.schema))
+            finally:
+                batch.release()
+        return pa.concat_tables(good), pa.concat_tables(bad)
 
     def timesteps(self, ts: pa.ChunkedArray) -> np.ndarray:
         clock = self.settings.clock

@@ -1,0 +1,263 @@
+"""A day's landing files read as records: one row per input record, whatever its file
+format and layout, ready for ingest's checks.
+
+Formats, by file name: `.csv`, `.jsonl` / `.ndjson` / `.json` (JSON lines) and
+`.parquet`; the text formats may be compressed (`.gz`, `.bz2`). Names starting with `_`
+or `.` are markers (`_COMPLETE`), not data. Each format is read by the one parser that
+also counts its records:
+
+- CSV per RFC 4180: a header line, then records; a quoted field may hold commas, line
+  breaks and doubled quotes (`""` for one quote). A record with more or fewer fields than the
+  header is malformed; Spark's PERMISSIVE mode keeps its raw text.
+- JSON lines: every non-blank line is one record, parsed on its own; a line that is not
+  one JSON object, or names a key twice, is malformed and keeps its raw text.
+- Parquet: one record per row (the footer's row count is checked against the rows read);
+  nanosecond timestamps (pandas' default) are read too.
+
+A record carries the long layout's text columns (`stream_id`, `sensor_id`, `ts`,
+`symbol`, `score`), one cell per domain symbol for the wide layout (null where the file
+has no such column, `""` where it has one without a value), `extra`: the columns outside
+its layout that hold a value, `malformed` and `raw` for records no parser could split.
+A file that cannot be read at all (an unknown format, a truncated Parquet file, a broken
+compressed stream, text that is not UTF-8) is `Unreadable`: ingest quarantines it as a
+whole, with the reason, and the day's other files still land.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+from dataclasses import dataclass
+from pathlib import Path
+
+FORMATS = {".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json",
+           ".parquet": "parquet"}
+COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open}
+#: Columns of the long layout (a reading per row) and those every layout may have.
+LONG = ("stream_id", "sensor_id", "ts", "symbol", "score")
+KEYS = ("stream_id", "sensor_id", "ts")
+CORRUPT = "_corrupt_record"
+#: What Java's UTF-8 decoder (the CSV reader) puts where bytes are not UTF-8; Spark's
+#: text reader keeps the bytes instead (`is_valid_utf8` finds them).
+REPLACEMENT = "\ufffd"
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A readable file: its records (None for an empty file) and, for Parquet, the row
+    count its footer states."""
+
+    path: Path
+    records: object  # a Spark DataFrame, or None
+    footer_rows: int | None = None
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A file quarantined as a whole: `why` is the reason's short form, `detail` the
+    first line of what failed."""
+
+    path: Path
+    why: str
+    detail: str = ""
+
+
+def data_files(folder: Path) -> list[Path]:
+    """The folder's files that may hold readings: every file but markers."""
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and not p.name.startswith(("_", ".")))
+
+
+def file_format(path: Path) -> tuple[str | None, str | None]:
+    """(format, compression suffix) from the file name; format None when unknown."""
+    suffixes = [s.lower() for s in path.suffixes]
+    compression = suffixes[-1] if suffixes and suffixes[-1] in COMPRESSIONS else None
+    if compression:
+        suffixes = suffixes[:-1]
+    fmt = FORMATS.get(suffixes[-1]) if suffixes else None
+    if fmt == "parquet" and compression:
+        fmt = None  # Parquet compresses inside the file
+    return fmt, compression
+
+
+def cell(symbol: str) -> str:
+    """The record column holding a wide row's value for `symbol`."""
+    return f"_cell_{symbol}"
+
+
+def read_file(spark, path: Path, domain) -> Opened | Unreadable:
+    """The file's records (see the module docstring), or why it is unreadable. Only the
+    header or footer is read here; the rest is read by Spark when the records are first
+    used, where a broken file shows up as a Spark error naming it
+    (`unreadable_from_error`)."""
+    fmt, compression = file_format(path)
+    if fmt is None:
+        return Unreadable(path, "unknown format", f"expected a name ending in "
+                          f"{', '.join(sorted(FORMATS))} (text formats also .gz, .bz2)")
+    try:
+        if fmt == "parquet":
+            return _parquet(spark, path, domain)
+        opener = COMPRESSIONS.get(compression, open)
+        if fmt == "csv":
+            with opener(path, "rt", encoding="utf-8-sig", newline="") as text:
+                header = next(csv.reader(text), None)  # checks the compression too
+            return _csv(spark, path, domain, header)
+        with opener(path, "rb") as raw:
+            raw.read(1)  # checks the compression
+        return Opened(path, _json(spark, path, domain))
+    except UnicodeDecodeError as e:
+        return Unreadable(path, "not UTF-8 text", str(e))
+    except (OSError, EOFError, ValueError) as e:
+        return Unreadable(path, f"cannot be read as {fmt}" +
+                          (f" ({compression[1:]})" if compression else ""), _first_line(e))
+
+
+def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | None:
+    """The file a Spark read error names (Spark's FAILED_READ_FILE), if one of `files`."""
+    text = str(error)
+    if "FAILED_READ_FILE" not in text:
+        return None
+    for path in files:
+        if str(path) in text or path.as_uri() in text:
+            cause = [line for line in text.splitlines() if line.startswith("Caused by:")]
+            detail = cause[-1].removeprefix("Caused by: ") if cause else _first_line(error)
+            return Unreadable(path, "broken or truncated file", detail[:500])
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:500]
+
+
+def _layout(columns) -> str:
+    return "long" if {"symbol", "score"} & set(columns) else "wide"
+
+
+def _known(layout: str, domain) -> set[str]:
+    return set(LONG) if layout == "long" else {*KEYS, *domain}
+
+
+def _records(frame, path: Path, layout, domain, value, present, extra, malformed, raw,
+             bad_text):
+    """The common record columns from per-format expressions: `value(name)` the text of
+    a column, `present(name)` whether the record has it at all."""
+    from pyspark.sql import functions as F
+
+    def wide_cell(s):
+        return F.when(present(s), F.coalesce(value(s), F.lit("")))
+
+    return frame.select(
+        F.lit(str(path)).alias("source_file"), layout.alias("layout"),
+        *[value(c).alias(c) for c in LONG],
+        *[F.when(layout == "wide", wide_cell(s)).alias(cell(s)) for s in domain],
+        extra.alias("extra"), malformed.alias("malformed"), raw.alias("raw"),
+        bad_text.alias("bad_text"))
+
+
+def _extra_map(names, value):
+    """A map of the named columns holding a value (null when none does)."""
+    from pyspark.sql import functions as F
+
+    if not names:
+        return F.lit(None).cast("map<string,string>")
+    found = F.map_filter(F.create_map(*[x for n in names for x in (F.lit(n), value(n))]),
+                         lambda k, v: v.isNotNull())
+    return F.when(F.size(found) > 0, found)
+
+
+def _any_replacement(cols):
+    from pyspark.sql import functions as F
+
+    checks = [F.coalesce(F.instr(c, REPLACEMENT) > 0, F.lit(False)) for c in cols]
+    return F.greatest(*checks) if len(checks) > 1 else checks[0]
+
+
+def _csv(spark, path: Path, domain, header: list[str] | None):
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    if not header:  # an empty file: no records
+        return Opened(path, None)
+    names = [h.strip() or f"_c{i}" for i, h in enumerate(header)]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        return Unreadable(path, "header names a column twice", ", ".join(twice))
+    schema = StructType([StructField(n, StringType()) for n in names] +
+                        [StructField(CORRUPT, StringType())])
+    frame = (spark.read.schema(schema).option("header", True).option("multiLine", True)
+             .option("escape", '"').option("mode", "PERMISSIVE")
+             .option("columnNameOfCorruptRecord", CORRUPT).csv(str(path)))
+    layout = _layout(names)
+    known = _known(layout, domain)
+
+    def value(name):
+        return F.col(f"`{name}`") if name in names else F.lit(None).cast("string")
+
+    return Opened(path, _records(
+        frame, path, F.lit(layout), domain, value, lambda name: F.lit(name in names),
+        _extra_map([n for n in names if n not in known], value),
+        F.when(F.col(CORRUPT).isNotNull(),
+               F.lit(f"wrong number of fields (the header has {len(names)})")),
+        F.col(CORRUPT),
+        _any_replacement([F.col(f"`{n}`") for n in names] + [F.col(CORRUPT)])))
+
+
+def _json(spark, path: Path, domain):
+    from pyspark.sql import functions as F
+
+    lines = spark.read.text(str(path)).where(F.trim("value") != "")
+    parsed = F.from_json("value", "map<string,string>")
+    # a number too large for a double comes out of from_json as the text "Infinity"
+    parsed = F.transform_values(parsed, lambda k, v: F.regexp_replace(
+        v, r'^"(-?Infinity)"$', "$1"))
+    frame = lines.withColumn("m", parsed)
+    m = F.col("m")
+    layout = F.when(F.map_contains_key(m, "symbol") | F.map_contains_key(m, "score"),
+                    "long").otherwise("wide")
+    known_long, known_wide = F.array(*map(F.lit, LONG)), F.array(*map(F.lit, [*KEYS, *domain]))
+    extra = F.map_filter(m, lambda k, v: v.isNotNull() & ~F.array_contains(
+        F.when(layout == "long", known_long).otherwise(known_wide), k))
+    twice = F.size(F.map_keys(m)) != F.size(F.array_distinct(F.map_keys(m)))
+    malformed = (F.when(m.isNull(), "malformed JSON line (not one JSON object)")
+                 .when(twice, "malformed JSON line (a key given twice)"))
+    return _records(
+        frame, path, layout, domain, lambda name: m[name],
+        lambda name: F.map_contains_key(m, name),
+        F.when(F.size(extra) > 0, extra), malformed,
+        F.when(malformed.isNotNull(), F.col("value")),
+        ~F.is_valid_utf8("value") | _any_replacement([F.col("value")]))
+
+
+def _parquet(spark, path: Path, domain):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    try:
+        meta = pq.read_metadata(path)
+    except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... on a bad footer
+        return Unreadable(path, "not a Parquet file, or truncated", _first_line(e))
+    schema = meta.schema.to_arrow_schema()
+    nanos = {f.name for f in schema
+             if pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
+    if nanos:  # pandas' default; Spark refuses them unless it reads them as numbers
+        spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
+    frame = spark.read.parquet(str(path))
+    names = frame.columns
+    layout = _layout(names)
+    known = _known(layout, domain)
+
+    def value(name):
+        if name not in names:
+            return F.lit(None).cast("string")
+        column = F.col(f"`{name}`")
+        if name in nanos:  # nanoseconds since 1970 (UTC) to microseconds
+            column = F.timestamp_micros(F.floor(column / 1000))
+        return column.cast("string")
+
+    records = _records(frame, path, F.lit(layout), domain, value,
+                       lambda name: F.lit(name in names),
+                       _extra_map([n for n in names if n not in known], value),
+                       F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(False))
+    return Opened(path, records, meta.num_rows)

@@ -1,0 +1,265 @@
+"""Bad input, one landing file per kind: what ingest does with each, the reason it gives,
+and row conservation for every file (records in = bronze records + quarantine rows).
+
+All the kinds share one day folder and one ingest run (docs/bad-input.md is the table of
+them); `wide_sum: renormalize` and a batch that breaks conservation run on their own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import gzip
+import io
+import json
+import math
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from probcep.config.settings import load_settings
+from probcep.lake.tables import BRONZE, QUARANTINE
+from probcep.pipeline.context import LakeSilver, RunContext
+from probcep.pipeline.ingest import IngestError, ingest_day
+
+pytestmark = pytest.mark.slow
+DAY = dt.date(2026, 1, 1)
+LONG = "stream_id,sensor_id,ts,symbol,score\n"
+
+
+def good(stream: str) -> str:
+    """A good long row (each file's on its own stream: no duplicates across files)."""
+    return f"{stream},r1,2026-01-01T00:00:10,Door,0.5\n"
+
+WIDE = "stream_id,ts,Hallway,Door,Room\n"
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+PARQUET = parquet_bytes(pa.table({  # NaN stays NaN (pandas would write a null)
+    "stream_id": ["p"] * 4, "ts": pd.to_datetime(["2026-01-01T01:00:00"] * 4),  # in ns
+    "symbol": ["Door", "Room", "Door", "Hallway"],
+    "score": [0.5, float("nan"), float("inf"), None]}))
+BIG_CSV = LONG + "".join(f"g,r1,2026-01-01T02:{m:02d}:00,Room,1\n" for m in range(60))
+#: Long enough that its header decompresses from the first half of its gzip stream:
+#: the truncation is found by Spark, reading on.
+LONGER_CSV = LONG + "".join(f"h,r1,2026-01-01T{s // 3600:02d}:{s // 60 % 60:02d}:"
+                            f"{s % 60:02d},Room,{s}\n" for s in range(3000))
+
+#: file name -> (bytes, records in it, records to bronze, readings to bronze,
+#: {quarantine reason: rows}). An unreadable file counts as one record.
+KINDS = {
+    "good.csv": (LONG + good("a") + good("a").replace(":10", ":20"), 2, 2, 2, {}),
+    "unknown_symbol.csv": (LONG + good("b") + "s,r1,2026-01-01T00:00:11,Kitchen,0.5\n",
+                           2, 1, 1, {"unknown symbol": 1}),
+    "nan_score.csv": (LONG + "s,r1,2026-01-01T00:00:12,Door,NaN\n", 1, 0, 0,
+                      {"score is NaN": 1}),
+    "negative_score.csv": (LONG + "s,r1,2026-01-01T00:00:13,Door,-0.5\n", 1, 0, 0,
+                           {"negative score": 1}),
+    "not_a_number.csv": (LONG + "s,r1,2026-01-01T00:00:13,Door,lots\n", 1, 0, 0,
+                         {"score is not a number": 1}),
+    "unparseable_ts.csv": (LONG + "s,r1,not a time,Door,0.5\n", 1, 0, 0,
+                           {"unparseable timestamp": 1}),
+    "missing_stream.csv": (LONG + ",r1,2026-01-01T00:00:14,Door,0.5\n", 1, 0, 0,
+                           {"missing stream_id": 1}),
+    "outside_day.csv": (LONG + good("c") + "s,r1,2026-01-02T00:00:00,Door,0.5\n"
+                        "s,r1,2026-01-01T23:30:00-05:00,Door,0.5\n", 3, 1, 1,
+                        {"outside batch day": 2}),
+    "late.csv": (LONG + "s,r1,2025-12-31T23:59:59,Door,0.5\n", 1, 1, 1, {}),
+    "no_date.csv": (LONG + "s,r1,12:00,Door,0.5\ns,r1,2026,Door,0.5\n", 2, 0, 0,
+                    {"timestamp has no date": 2}),
+    "not_finite.csv": (LONG + "s,r1,2026-01-01T00:00:15,Door,inf\n"
+                       "s,r1,2026-01-01T00:00:15,Door,-Infinity\n"
+                       "s,r1,2026-01-01T00:00:15,Door,1e309\n"
+                       "s,r1,2026-01-01T00:00:15,Door,1e308\n", 4, 0, 0,
+                       {"score is not finite": 3, "score above 1e+300": 1}),
+    "wrong_fields.csv": (LONG + good("e") + "s,r1,2026-01-01T00:00:16,Door,0.5,extra\n"
+                         "s,r1,2026-01-01T00:00:17,Door\n", 3, 1, 1,
+                         {"wrong number of fields (the header has 5)": 2}),
+    "rfc4180.csv": (LONG + '"s\nt",r1,2026-01-01T00:00:18,Door,0.5\n'
+                    '"s ""q""",r1,"2026-01-01T00:00:19",Door,"0.5"\n', 2, 2, 2, {}),
+    "stray_quote.csv": (LONG + good("f") + '"f,r1,2026-01-01T00:00:18,Door,0.5\n'
+                        'f,r1,2026-01-01T00:00:19,Door,0.5\n', 2, 1, 1,  # one record, per
+                        {"wrong number of fields (the header has 5)": 1}),  # RFC 4180
+    "malformed.jsonl": ('{"stream_id": "j", "ts": "2026-01-01T00:00:20", "symbol": "Door", '
+                        '"score": 0.5}\n\n{"stream_id": "j", "ts": "2026-01-01T00:00:21"\n'
+                        '[{"stream_id": "j"}, {"stream_id": "k"}]\n'
+                        '{"stream_id": "j", "stream_id": "k", "ts": "2026-01-01T00:00:22", '
+                        '"symbol": "Door", "score": 1}\n', 4, 1, 1,
+                        {"malformed JSON line (not one JSON object)": 2,
+                         "malformed JSON line (a key given twice)": 1}),
+    "unknown_column.csv": ("stream_id,ts,symbol,score,note\n"
+                           "s,2026-01-01T00:00:23,Door,0.5,hello\n"
+                           "s,2026-01-01T00:00:24,Door,0.5,\n", 2, 1, 1,
+                           {"unknown column 'note'": 1}),
+    "wide_outside_domain.csv": ("stream_id,ts,Kitchen,Room\n"
+                                "w,2026-01-01T00:00:00,0.9,0.1\n", 1, 0, 0,
+                                {"column 'Kitchen' is not in the domain": 1}),
+    "wide_nan.csv": (WIDE + "w,2026-01-01T00:01:00,0.2,NaN,0.8\n"
+                     "w,2026-01-01T00:02:00,0.2,0.3,0.5\n", 2, 1, 3,
+                     {"score is NaN in column 'Door'": 1}),
+    "wide_empty_cell.csv": (WIDE + "w,2026-01-01T00:03:00,0.5,,0.5\n", 1, 0, 0,
+                            {"missing score in column 'Door'": 1}),
+    "wide_negative.csv": (WIDE + "w,2026-01-01T00:03:00,1.5,-0.5,0\n", 1, 0, 0,
+                          {"negative score in column 'Door'": 1}),
+    "wide_sum.csv": (WIDE + "w,2026-01-01T00:04:00,0.2,0.3,0.4\n"
+                     "w,2026-01-01T00:05:00,0,0,0\n"
+                     "w,2026-01-01T00:06:00,0.2,0.3,0.5000001\n", 3, 1, 3,
+                     {"wide row does not sum to 1": 1, "wide row sums to 0": 1}),
+    "duplicates.csv": (LONG + good("d") * 2, 2, 2, 2, {}),
+    "good.parquet": (PARQUET, 4, 1, 1, {"score is NaN": 1, "score is not finite": 1,
+                                         "missing score": 1}),
+    "truncated.parquet": (PARQUET[: len(PARQUET) // 2], 1, 0, 0,
+                          {"unreadable file: not a Parquet file, or truncated": 1}),
+    "not_gzip.csv.gz": (b"this is not gzip\n", 1, 0, 0,
+                        {"unreadable file: cannot be read as csv (gz)": 1}),
+    "truncated.csv.gz": (gzip.compress(LONGER_CSV.encode())[:-4000], 1, 0, 0,
+                         {"unreadable file: broken or truncated file": 1}),
+    "latin1.csv": ((LONG + "caf\xe9,r1,2026-01-01T00:00:25,Door,0.5\n").encode("latin-1"),
+                   1, 0, 0, {"unreadable file: not UTF-8 text": 1}),
+    "latin1.jsonl": (b'{"stream_id": "caf\xe9", "ts": "2026-01-01T00:00:26", "symbol": '
+                     b'"Door", "score": 0.5}\n', 1, 0, 0,
+                     {"unreadable file: not UTF-8 text": 1}),
+    "notes.txt": ("remember the milk\n", 1, 0, 0, {"unreadable file: unknown format": 1}),
+    "empty.csv": ("", 0, 0, 0, {}),
+    "good.csv.gz": (gzip.compress(BIG_CSV.encode()), 60, 60, 60, {}),
+}
+
+
+def land(folder, kinds):
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in kinds:
+        data = KINDS[name][0]
+        (folder / name).write_bytes(data.encode() if isinstance(data, str) else data)
+    (folder / "_COMPLETE").touch()  # a marker, not data
+
+
+def context(tmp, run_id, **changes) -> RunContext:
+    settings = dataclasses.replace(load_settings(), landing_dir=tmp / "landing",
+                                   lake_root=tmp / "lake", max_quarantine_fraction=1.0,
+                                   **changes)
+    return RunContext(settings, (), LakeSilver(settings), run_id)
+
+
+def table(ctx, t) -> pd.DataFrame:
+    frame = DeltaTable(str(t.path(ctx.settings.lake_root))).to_pandas()
+    return frame.assign(file=frame.source_file.map(lambda p: p.rsplit("/", 1)[-1]))
+
+
+@pytest.fixture(scope="module")
+def night(spark, tmp_path_factory):
+    """Every kind in one day folder, ingested once."""
+    tmp = tmp_path_factory.mktemp("bad_input")
+    ctx = context(tmp, "bad-input")
+    land(tmp / "landing" / DAY.isoformat(), KINDS)
+    report = ingest_day(ctx, DAY)
+    return report, table(ctx, BRONZE), table(ctx, QUARANTINE)
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_each_kind_has_its_outcome_reason_and_conserved_rows(night, name):
+    report, bronze, quarantine = night
+    _, records, to_bronze, readings, reasons = KINDS[name]
+    count = next(c for c in report.per_file if c.file.endswith("/" + name))
+    assert (count.records, count.bronze_records, count.bronze, count.quarantined) == \
+        (records, to_bronze, readings, sum(reasons.values()))
+    assert count.records == count.bronze_records + count.quarantined  # conservation
+    assert (bronze.file == name).sum() == readings
+    assert quarantine[quarantine.file == name].reason.value_counts().to_dict() == reasons
+    assert count.unreadable == next((r.removeprefix("unreadable file: ") for r in reasons
+                                     if r.startswith("unreadable file")), "")
+
+
+def test_the_report_adds_up_over_every_file(night):
+    report, bronze, quarantine = night
+    assert report.files == len(KINDS) and len(report.per_file) == len(KINDS)
+    assert report.rows == sum(k[1] for k in KINDS.values())
+    assert report.bronze == len(bronze) == sum(k[3] for k in KINDS.values())
+    assert report.quarantined == len(quarantine) == sum(sum(k[4].values())
+                                                        for k in KINDS.values())
+    assert report.rows == sum(c.bronze_records for c in report.per_file) + report.quarantined
+    total = {}
+    for k in KINDS.values():
+        for reason, n in k[4].items():
+            total[reason] = total.get(reason, 0) + n
+    assert report.reasons == total
+    assert report.late == 1 and report.duplicates == 1 and report.renormalized == 0
+    line = report.line()
+    assert "1 late readings for earlier days" in line
+    assert "warning: 1 readings repeat another exactly and count again under " \
+           "aggregation: sum" in line
+
+
+def test_what_the_columns_cannot_show_is_kept_raw(night):
+    _, bronze, quarantine = night
+    raw = quarantine.set_index("reason").raw
+    assert sorted(raw["wrong number of fields (the header has 5)"]) == [
+        '"f,r1,2026-01-01T00:00:18,Door,0.5\nf,r1,2026-01-01T00:00:19,Door,0.5',
+        "s,r1,2026-01-01T00:00:16,Door,0.5,extra", "s,r1,2026-01-01T00:00:17,Door"]
+    assert set(raw["malformed JSON line (not one JSON object)"]) == {
+        '{"stream_id": "j", "ts": "2026-01-01T00:00:21"',
+        '[{"stream_id": "j"}, {"stream_id": "k"}]'}
+    assert json.loads(raw["column 'Kitchen' is not in the domain"]) == {
+        "stream_id": "w", "ts": "2026-01-01T00:00:00", "Kitchen": "0.9", "Room": "0.1"}
+    assert json.loads(raw["unknown column 'note'"])["note"] == "hello"
+    assert json.loads(raw["score is NaN in column 'Door'"])["Door"] == "NaN"
+    for reason in ("not a Parquet file, or truncated", "not UTF-8 text",
+                   "broken or truncated file"):  # and what failed, in a line
+        assert quarantine[quarantine.reason == f"unreadable file: {reason}"].raw.notna().all()
+    # long rows keep their text columns, so no raw
+    assert quarantine[quarantine.reason == "negative score"].raw.isna().all()
+    # RFC 4180: a quoted line break stays in its field; doubled quotes are one quote
+    assert set(bronze[bronze.file == "rfc4180.csv"].stream_id) == {"s\nt", 's "q"'}
+    # a wide row is taken whole or not at all: no reading of the NaN row reached bronze
+    wide = bronze[bronze.file == "wide_nan.csv"]
+    assert set(wide.ts.dt.minute) == {2} and math.isclose(wide.score.sum(), 1.0)
+
+
+def test_wide_rows_not_summing_to_one_are_renormalized_when_asked(spark, tmp_path):
+    """With `wide_sum: renormalize`; the lake's quarantine was written before it had a
+    `raw` column, and gains one (null in its older rows)."""
+    ctx = context(tmp_path, "renormalize", wide_sum="renormalize")
+    land(tmp_path / "landing" / DAY.isoformat(), ["wide_sum.csv"])
+    old_schema = QUARANTINE.schema.remove(QUARANTINE.schema.get_field_index("raw"))
+    before = DAY - dt.timedelta(days=1)
+    old = pa.table({"stream_id": ["o"], "sensor_id": [None], "ts": ["x"], "symbol": ["Door"],
+                    "score": ["1"], "reason": ["unparseable timestamp"],
+                    "source_file": ["old.csv"], "batch_date": [before],
+                    "ingest_time": [dt.datetime(2026, 1, 1, tzinfo=dt.UTC)]}, old_schema)
+    QUARANTINE.path(ctx.lake).mkdir(parents=True)
+    write_deltalake(str(QUARANTINE.path(ctx.lake)), old, partition_by=["batch_date"])
+    report = ingest_day(ctx, DAY)
+    stored = QUARANTINE.read(ctx.lake).to_pandas().set_index("batch_date")
+    assert stored.loc[before, "raw"] is None and stored.loc[DAY, "raw"].startswith("{")
+    (count,) = report.per_file
+    assert (count.records, count.bronze_records, count.bronze, count.quarantined) == \
+        (3, 2, 6, 1)
+    assert report.renormalized == 1 and report.reasons == {"wide row sums to 0": 1}
+    assert "1 wide rows renormalized" in report.line()
+    bronze = table(ctx, BRONZE).sort_values(["ts", "symbol"])
+    first = bronze[bronze.ts.dt.minute == 4].set_index("symbol").score
+    assert first.to_dict() == pytest.approx({"Hallway": 0.2 / 0.9, "Door": 0.3 / 0.9,
+                                             "Room": 0.4 / 0.9})
+
+
+def test_a_batch_that_loses_a_row_is_not_committed(spark, tmp_path, monkeypatch):
+    """Conservation is checked against the staged rows: a reading lost between the
+    checks and staging stops the batch, naming the file and its counts."""
+    import probcep.pipeline.ingest as ingest
+
+    ctx = context(tmp_path, "lossy")
+    land(tmp_path / "landing" / DAY.isoformat(), ["good.csv"])
+    real = ingest.readings
+    monkeypatch.setattr(ingest, "readings", lambda good, domain: real(good, domain).where(
+        "ts != '2026-01-01 00:00:20'"))
+    with pytest.raises(IngestError, match=r"good.csv: rows are not conserved: 2 records "
+                                          r"read, 1 to bronze .* \+ 0 to quarantine"):
+        ingest_day(ctx, DAY)
+    assert not BRONZE.exists(ctx.lake) and not QUARANTINE.exists(ctx.lake)
