@@ -76,25 +76,24 @@ def normalize_day(ctx: RunContext, day: dt.date) -> NormalizeReport:
         F.timestamp_micros(F.lit(epoch_us) + F.col("t") * F.lit(step_us)).alias("ts"),
         F.lit(day).cast("date").alias("date"), *domain,
         F.lit(0.0).alias(settings.no_reading_symbol)).orderBy("stream_id", "t")
+
     def check(staged):
         validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
                  day=day.isoformat(), run_id=ctx.run_id)
 
     rows = replace_day(silver, SILVER, lake, day, {"run_id": ctx.run_id, "date": day.isoformat()},
                        settings.target_file_bytes, check=check)
-    day_files = SILVER.files(lake, [("date", "=", day.isoformat())])
-    return NormalizeReport(day, rows, _streams(day_files))
+    return NormalizeReport(day, rows, _streams(spark, day, lake))
 
 
-def _streams(files: list[str]) -> int:
-    """How many streams the day's silver files hold (their stream_id column alone)."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+def _streams(spark, day: dt.date, lake) -> int:
+    """How many streams the day's silver holds, counted by the executors."""
+    from pyspark.sql import functions as F
 
+    files = SILVER.files(lake, [("date", "=", day.isoformat())])
     if not files:
         return 0
-    ids = ds.dataset(files, format="parquet").to_table(columns=["stream_id"])["stream_id"]
-    return len(pc.unique(ids))
+    return spark.read.parquet(*files).select(F.countDistinct("stream_id")).first()[0]
 
 
 def _held(rows, domain: list[str], hold: int, stop: int):
