@@ -108,7 +108,7 @@ def night(master: str, lake: Path, landing: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "probcep", "run", "--date", DAY,
                            "--master", master, "--lake", str(lake)],
                           cwd=lake.parent, env=env, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -279,7 +279,7 @@ def commit_staged(folder: Path, schema, table: Table, lake, day: dt.date, metada
                 adds, mode="overwrite", schema=schema, partition_by=[table.day_column],
                 partition_filters=day_filter, commit_properties=properties)
 
-        _create(path, schema, table.day_column, properties)
+        _create(path, schema, table.day_column, commit_properties(metadata))
         commit_with_retries(attempt, where)
         return True
 
