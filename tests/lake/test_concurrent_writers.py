@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from probcep.lake import locks
 from probcep.lake.delta import commit_staged, staging_folder
@@ -449,3 +450,40 @@ def test_a_lost_commit_is_redone_unless_the_slice_itself_changed(tmp_path, monke
         GROUPS.replace_day(tmp_path, DAY, group_rows("room_visit", 2), {},
                            pattern=["room_visit"])
     assert len(calls) == 1  # not redone over the other run's rows
+
+
+def test_a_dead_runs_moved_files_are_removed_unless_committed(tmp_path):
+    """Files a dead run moved into the table (its staging folder's `_moved.json`) are
+    removed when no commit names its write, kept when one does; a live run's stay."""
+    from probcep.lake.delta import MOVED_FILE, STAGING, clear_dead_staging
+
+    rows = bronze_rows(DAY, "first", 12)
+    with staging_folder(BRONZE.path(tmp_path)) as folder:
+        folder.mkdir()
+        pq.write_table(rows, folder / "part-00000.parquet")
+        assert commit_staged(folder, rows.schema, BRONZE, tmp_path, DAY, {"run_id": "first"})
+    committed = BRONZE.files(tmp_path)
+    write = DeltaTable(str(BRONZE.path(tmp_path))).history(1)[0]["write_id"]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = Owner(Owner.me().machine, Owner.me().boot, gone.pid, 1)
+
+    def leftover(owner, write_id, files):
+        folder = BRONZE.path(tmp_path) / STAGING / f"{uuid.uuid4().hex}-{owner.tag()}"
+        folder.mkdir()
+        (folder / MOVED_FILE).write_text(json.dumps(
+            {"write": write_id, "version": BRONZE.version(tmp_path) - 1, "files": files}))
+        return folder
+
+    orphan = BRONZE.path(tmp_path) / f"batch_date={DAY}" / "part-orphan.parquet"
+    pq.write_table(rows, orphan)
+    live_orphan = orphan.with_name("part-live.parquet")
+    pq.write_table(rows, live_orphan)
+    rel = [c.split("/bronze/readings/")[1] for c in committed]
+    leftovers = [leftover(dead, write, rel),  # committed: its files stay
+                 leftover(dead, "0" * 32, [f"batch_date={DAY}/part-orphan.parquet"]),
+                 leftover(Owner.me(), "1" * 32, [f"batch_date={DAY}/part-live.parquet"])]
+    cleared = clear_dead_staging(BRONZE.path(tmp_path))
+    assert sorted(cleared) == sorted(leftovers[:2])
+    assert not orphan.exists() and live_orphan.exists() and leftovers[2].exists()
+    assert same_rows(BRONZE.read(tmp_path), rows, ignore=())

@@ -1,15 +1,25 @@
-"""Spark DataFrames in and out of the lake's Delta tables, without the driver holding them.
+"""Spark DataFrames in and out of the lake's Delta tables, without the driver holding a row.
 
-The embedded default writes Delta with delta-rs (Spark's Delta jars cannot be fetched
-where there is no Maven repository; docs/pipeline.md). A large batch must not pass
-through the driver as one Arrow table, so Spark's executors first write the rows as
-Parquet into a staging folder beside the table; delta-rs then streams those files, one
-record batch at a time, into the table in a single commit and the staging folder is
-removed. A run killed before the commit leaves only a staging folder, which no reader
-sees and a later write of that table on the same host clears away. Staging folders are
-named after their run's process (`probcep.lake.locks.Owner.tag`), so that a write clears
-only the folders of runs that are provably dead, never a live run's; and a day is
-written from staging through commit under that day's slice lock, one run at a time.
+Large tables (bronze, quarantine, silver) are written by Spark's executors and only
+committed by the driver. The executors write a day's rows as Parquet into a staging
+folder inside the table, `<table>/_staging/<id>-<owner>/`; the driver reads the files'
+footers (row counts, min/max and null counts per column), moves the files into the day's
+partition folder and commits them in one Delta transaction (delta-rs add actions with
+those statistics, plus the removal of the day's previous files). No row passes through
+the driver, and Spark cuts the files and their row groups itself.
+
+Delta readers see only committed files, so a run killed at any point leaves no partial
+day: before the commit its files sit in its staging folder or, moved but not committed,
+in the partition folder, listed in the staging folder's `_moved.json`. Staging folders
+are named after their run's process (`probcep.lake.locks.Owner.tag`); a later write of
+the table clears those of runs that are provably dead, with the moved files of any that
+never committed, and never touches a live run's. A day is written from staging through
+commit under that day's slice lock, one run at a time.
+
+A rerun of unchanged data commits nothing: the executors also compute a fingerprint of
+the staged rows (row count and order-independent aggregates of each row's xxhash64,
+run columns left out), and the committed files' names carry it; when the day's current
+files carry the new fingerprint, the staged files are dropped and the version stays.
 
 Reads go the other way: delta-rs lists the current snapshot's files, pruned by
 partition values and by the per-file min/max statistics Delta keeps, and Spark (or
@@ -19,6 +29,10 @@ pyarrow) reads only those Parquet files.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
+import math
+import os
 import re
 import shutil
 import time
@@ -27,32 +41,68 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from probcep.lake.locks import ConcurrentWriteError, Owner
-from probcep.lake.tables import Table, commit_properties, commit_with_retries
+from probcep.lake.tables import (
+    RUN_COLUMNS,
+    Table,
+    commit_properties,
+    commit_with_retries,
+)
 
-STAGING_PREFIX = "_staging-"
-BATCH_ROWS = 65_536
+#: The folder inside a table that holds its runs' staging folders (Delta readers and
+#: vacuum skip folders whose names start with an underscore).
+STAGING = "_staging"
+#: Staging folders of an earlier layout, beside the table: `_staging-<table>-<id>-<owner>`.
+LEGACY_STAGING_PREFIX = "_staging-"
+#: A staging folder's record of the rows' fingerprint, and of files moved out of it.
+FINGERPRINT_FILE = "_fingerprint.json"
+MOVED_FILE = "_moved.json"
 #: Rows per Parquet row group: small enough that a day holds many, whose statistics
 #: let a time slice skip most of a file and let the grouping job split a day by stream.
 ROW_GROUP_ROWS = 131_072
-#: A staging folder named without its owner (written before owners were recorded) is
-#: cleared once it is this old.
+#: Delta keeps min/max statistics for this many leading columns (Delta's default).
+STATS_COLUMNS = 32
+#: A staging folder named without its owner (an older layout) is cleared once it is
+#: this old.
 UNOWNED_STAGING_SECONDS = 24 * 3600
+#: A committed file's name: its index among the write's files, their number, the rows'
+#: fingerprint and the write's id.
+COMMITTED_NAME = re.compile(r"part-(?P<i>\d{5})-of-(?P<n>\d{5})-(?P<fp>[0-9a-f]{16}|none)"
+                            r"-(?P<write>[0-9a-f]{32})\.parquet")
 
 
 def writer_properties(schema):
-    """How the lake writes Parquet: silver's row groups, and dictionary encoding only for
-    string columns (ids, symbols, sensors), whose values repeat. Timesteps, timestamps
-    and probabilities rarely repeat within a row group: a dictionary of them is larger
-    than the plain values and slower to write and to read (delta-rs encodes every column
-    with one by default)."""
+    """How delta-rs writes Parquet for the lake (benchmarks that build silver with it):
+    silver's row groups, and dictionary encoding only for string columns."""
     import pyarrow as pa
     from deltalake import ColumnProperties, WriterProperties
 
     plain = ColumnProperties(dictionary_enabled=False)
     return WriterProperties(max_row_group_size=ROW_GROUP_ROWS, column_properties={
-        f.name: plain for f in schema
-        if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-                or pa.types.is_dictionary(f.type))})
+        f.name: plain for f in schema if not _is_string(pa, f.type)})
+
+
+def spark_parquet_options(schema, target_file_size: int | None = None) -> dict[str, str]:
+    """How Spark's executors write the lake's Parquet: row groups of ROW_GROUP_ROWS rows,
+    dictionaries only for string columns (ids, symbols, sensors, whose values repeat;
+    a dictionary of timesteps, times or probabilities is larger than the plain values
+    and slower to write and read), and files cut at about `target_file_size` bytes (a
+    row count estimated from the column types)."""
+    import pyarrow as pa
+
+    options = {"parquet.block.row.count.limit": str(ROW_GROUP_ROWS),
+               "compression": "snappy"}
+    for f in schema:
+        if not _is_string(pa, f.type):
+            options[f"parquet.enable.dictionary#{f.name}"] = "false"
+    if target_file_size:
+        # about 8 bytes a number and 4 a dictionary-encoded string, before compression
+        row_bytes = sum(4 if _is_string(pa, f.type) else 8 for f in schema) or 1
+        options["maxRecordsPerFile"] = str(max(1, target_file_size // row_bytes))
+    return options
+
+
+def _is_string(pa, t) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
 
 
 def spark_read(spark, table: Table, lake, filters=None):
@@ -62,30 +112,39 @@ def spark_read(spark, table: Table, lake, filters=None):
     return spark.read.parquet(*files) if files else None
 
 
+# --- staging folders ------------------------------------------------------------------
+
+
 @contextmanager
 def staging_folder(table_path: Path):
-    """A fresh folder beside the table for files on their way into it, named after this
-    process; removed afterwards, with any that dead runs on this host left behind (no
-    reader ever looks there). Other runs' live folders are left alone."""
-    table_path.parent.mkdir(parents=True, exist_ok=True)
+    """A fresh folder inside the table for files on their way into it, named after this
+    process (not created: Spark creates it); removed afterwards, with any that dead runs
+    left behind (`clear_dead_staging`). Other runs' live folders are left alone."""
+    (table_path / STAGING).mkdir(parents=True, exist_ok=True)
     clear_dead_staging(table_path)
-    folder = table_path.parent / (f"{STAGING_PREFIX}{table_path.name}-{uuid.uuid4().hex}"
-                                  f"-{Owner.me().tag()}")
+    folder = table_path / STAGING / f"{uuid.uuid4().hex}-{Owner.me().tag()}"
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+_OWNED = r"[0-9a-f]{32}(?:-(?P<owner>[0-9a-f]*\.[0-9a-f]*\.[0-9]+\.[0-9]*))?"
+
+
 def clear_dead_staging(table_path: Path) -> list[Path]:
-    """Remove the table's staging folders whose run is provably dead (`Owner.dead`), and
-    those named without an owner once older than UNOWNED_STAGING_SECONDS; returns them."""
-    name = re.compile(re.escape(f"{STAGING_PREFIX}{table_path.name}-") +
-                      r"[0-9a-f]{32}(?:-(?P<owner>[0-9a-f]*\.[0-9a-f]*\.[0-9]+\.[0-9]*))?")
+    """Remove the table's staging folders whose run is provably dead (`Owner.dead`),
+    with the files such a run moved into the table but never committed; and folders
+    named without an owner once older than UNOWNED_STAGING_SECONDS. Returns them."""
+    inside = re.compile(_OWNED)
+    beside = re.compile(re.escape(f"{LEGACY_STAGING_PREFIX}{table_path.name}-") + _OWNED)
+    candidates = [(p, inside) for p in (table_path / STAGING).glob("*")]
+    candidates += [(p, beside) for p in
+                   table_path.parent.glob(f"{LEGACY_STAGING_PREFIX}{table_path.name}-*")]
     cleared = []
-    for old in table_path.parent.glob(f"{STAGING_PREFIX}{table_path.name}-*"):
+    for old, name in candidates:
         found = name.fullmatch(old.name)
-        if found is None:
+        if found is None or not old.is_dir():
             continue
         if found["owner"] is not None:
             owner = Owner.from_tag(found["owner"])
@@ -97,95 +156,252 @@ def clear_dead_staging(table_path: Path) -> list[Path]:
                     continue
             except OSError:
                 continue
+        _remove_uncommitted(table_path, old)
         shutil.rmtree(old, ignore_errors=True)
         cleared.append(old)
     return cleared
 
 
+def _remove_uncommitted(table_path: Path, folder: Path) -> None:
+    """A dead run's files moved into the table (its `_moved.json`): removed unless a
+    commit after the version it read names its write."""
+    try:
+        moved = json.loads((folder / MOVED_FILE).read_text())
+    except (OSError, ValueError):
+        return
+    from deltalake import DeltaTable
+
+    if DeltaTable.is_deltatable(str(table_path)):
+        table = DeltaTable(str(table_path))
+        since = table.version() - (moved["version"] if moved["version"] is not None else -1)
+        if since > 0 and any(c.get("write_id") == moved["write"]
+                             for c in table.history(limit=since)):
+            return
+    for rel in moved["files"]:
+        (table_path / rel).unlink(missing_ok=True)
+
+
+# --- the executors' write ---------------------------------------------------------------
+
+
 @contextmanager
-def staged(frame, table_path: Path):
-    """Spark writes `frame` as Parquet into a staging folder beside the table; yields the
-    folder."""
+def staged(frame, table_path: Path, target_file_size: int | None = None):
+    """Spark's executors write `frame` as Parquet into a staging folder inside the table
+    and compute the rows' fingerprint from those files; yields the folder."""
+    schema = frame.limit(0).toArrow().schema
     with staging_folder(table_path) as folder:
-        frame.write.parquet(str(folder))
+        frame.write.options(**spark_parquet_options(schema, target_file_size)) \
+            .parquet(str(folder))
+        (folder / FINGERPRINT_FILE).write_text(json.dumps(
+            {"fingerprint": fingerprint(frame.sparkSession.read.parquet(str(folder)))}))
         yield folder
+
+
+def fingerprint(rows) -> str:
+    """The content of a Spark DataFrame's rows, in any order, apart from run columns, as
+    16 hex digits: the row count and the sum and xor of each row's xxhash64 (null cells
+    told apart from values), computed by the executors."""
+    from pyspark.sql import functions as F
+
+    names = [c for c in rows.columns if c not in RUN_COLUMNS]
+    nulls = F.concat_ws("", *[F.when(F.col(f"`{c}`").isNull(), "1").otherwise("0")
+                              for c in names])
+    h = F.xxhash64(*[F.col(f"`{c}`") for c in names], nulls)
+    n, total, xor = rows.agg(F.count(F.lit(1)), F.sum(h.cast("decimal(38,0)")),
+                             F.bit_xor(h)).first()
+    described = json.dumps([[f"{f.name}:{f.dataType.simpleString()}"
+                             for f in rows.schema if f.name in names],
+                            n, str(total or 0), xor or 0])
+    return hashlib.sha1(described.encode()).hexdigest()[:16]
 
 
 def staged_rows(folder: Path) -> int:
     """Rows in a staging folder, from the Parquet footers."""
-    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
-    return ds.dataset(_parts(folder), format="parquet").count_rows() if _parts(folder) else 0
+    return sum(pq.read_metadata(p).num_rows for p in _parts(folder))
+
+
+# --- the driver's commit -------------------------------------------------------------
 
 
 def commit_staged(folder: Path, schema, table: Table, lake, day: dt.date, metadata: dict,
-                  target_file_size: int | None = None) -> None:
-    """Replace the day's partition of a table by the staged rows, in one commit whose
-    metadata is `metadata`, holding the day's slice lock. Rows stream in the staged
-    files' order, which delta-rs (1.6) keeps except that it may interleave batches (200
-    sorted batches of 50,000 rows came out with the order broken at 4 places): files cut
-    by size stay sorted in long runs and keep narrow statistics, but no reader may
-    assume a file wholly sorted.
+                  target_file_size: int | None = None) -> bool:
+    """Replace the day's partition of a table by the staged files, in one commit whose
+    metadata is `metadata` (and the write's id and fingerprint), holding the day's slice
+    lock; returns whether it committed. The files are moved into the day's partition
+    folder and committed as they are, with statistics from their footers; no row is read.
+    (`target_file_size` is for callers of an earlier writer: Spark cut the files.)
 
-    A commit that loses the race to another day's commit is redone (the table is
-    partitioned by day, so delta-rs rarely refuses one); should the day's own files have
-    changed meanwhile, it stops with ConcurrentWriteError. A staging folder that is gone
-    stops it too: it never commits an empty day in place of rows it lost."""
+    Nothing is committed when the day's current files hold the staged rows already (same
+    fingerprint). A commit that loses the race to another day's commit is redone (the
+    table is partitioned by day, so delta-rs rarely refuses one); should the day's own
+    files have changed meanwhile, it stops with ConcurrentWriteError. A staging folder
+    that is gone stops it too: it never commits an empty day in place of rows it lost."""
     import pyarrow as pa
-    import pyarrow.dataset as ds
-    from deltalake import DeltaTable, write_deltalake
 
     schema = pa.schema([f.with_nullable(True) for f in schema])
     path, where = table.path(lake), f"{table.name} for {day}"
-    seen: list[list[str]] = []
-
-    def attempt() -> None:
+    day_filter = [(table.day_column, "=", day.isoformat())]
+    with table.lock(lake, day):
         if not folder.is_dir():
             raise ConcurrentWriteError(f"{where}: staging folder {folder} is gone "
                                        f"(removed by another run?); nothing committed")
-        files = sorted(table.files(lake, [(table.day_column, "=", day)]))
-        if seen and files != seen[-1]:
-            raise ConcurrentWriteError(f"another run is writing {where}: the day's files "
-                                       f"changed while this run committed")
-        seen.append(files)
-        parts = _parts(folder)
-        if parts:
-            scanner = ds.dataset(parts, format="parquet").scanner(
-                batch_size=BATCH_ROWS, batch_readahead=1, fragment_readahead=1)
-            batches = (b.cast(schema) for b in scanner.to_batches())
-        else:
-            batches = iter(())
-        reader = pa.RecordBatchReader.from_batches(schema, batches)
-        options = {"commit_properties": commit_properties(metadata),
-                   "target_file_size": target_file_size,
-                   "writer_properties": writer_properties(schema)}
-        if DeltaTable.is_deltatable(str(path)):
-            write_deltalake(str(path), reader, mode="overwrite",
-                            predicate=table.day_predicate(day, {}), **options)
-        else:
-            path.mkdir(parents=True, exist_ok=True)
-            write_deltalake(str(path), reader, mode="append",
-                            partition_by=[table.day_column], **options)
+        known = _read_json(folder / FINGERPRINT_FILE)
+        fp = known.get("fingerprint", "none")
+        parts = [p for p in _parts(folder) if _footer(p).num_rows]
+        current = sorted(table.files(lake, day_filter))
+        if table.exists(lake) and _holds(current, fp, len(parts)):
+            return False
+        version = table.version(lake)
+        write = uuid.uuid4().hex
+        partition = f"{table.day_column}={day.isoformat()}"
+        names = [f"{partition}/part-{i:05d}-of-{len(parts):05d}-{fp}-{write}.parquet"
+                 for i in range(len(parts))]
+        (folder / MOVED_FILE).write_text(json.dumps(
+            {"write": write, "version": version, "files": names}))
+        (path / partition).mkdir(parents=True, exist_ok=True)
+        for src, rel in zip(parts, names):
+            os.replace(src, path / rel)
+        adds = [add_action(path / rel, rel, {table.day_column: day.isoformat()}, schema,
+                           table.day_column) for rel in names]
+        properties = commit_properties({**metadata, "write_id": write, "fingerprint": fp})
+        seen: list[list[str]] = [current]
 
-    with table.lock(lake, day):
+        def attempt() -> None:
+            from deltalake import DeltaTable
+
+            files = sorted(table.files(lake, day_filter))
+            if files != seen[-1]:
+                raise ConcurrentWriteError(f"another run is writing {where}: the day's "
+                                           f"files changed while this run committed")
+            DeltaTable(str(path)).create_write_transaction(
+                adds, mode="overwrite", schema=schema, partition_by=[table.day_column],
+                partition_filters=day_filter, commit_properties=properties)
+
+        _create(path, schema, table.day_column, commit_properties(metadata))
         commit_with_retries(attempt, where)
+        return True
+
+
+def _create(path: Path, schema, day_column: str, properties) -> None:
+    """An empty table partitioned by the day column, unless there is one (writers of
+    other days may create it at the same moment: one of them does)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    if DeltaTable.is_deltatable(str(path)):
+        return
+    try:
+        DeltaTable.create(str(path), schema, mode="ignore", partition_by=[day_column],
+                          commit_properties=properties)
+    except DeltaError:
+        if not DeltaTable.is_deltatable(str(path)):
+            raise
+
+
+def _holds(current: list[str], fp: str, n_new: int) -> bool:
+    """Whether the day's current files (URIs) are exactly one write's, of fingerprint
+    `fp`; an empty day holds an empty write."""
+    if not current:
+        return n_new == 0
+    found = [COMMITTED_NAME.fullmatch(u.rsplit("/", 1)[-1]) for u in current]
+    if fp == "none" or any(m is None for m in found):
+        return False
+    return ({(m["fp"], m["write"], int(m["n"])) for m in found} == {(fp, found[0]["write"],
+                                                                     len(current))}
+            and sorted(int(m["i"]) for m in found) == list(range(len(current))))
+
+
+def add_action(file: Path, rel: str, partition_values: dict, schema, day_column: str):
+    """A Delta add action for a Parquet file already in the table, its statistics
+    (numRecords; min, max and null count of the leading columns) from its footer."""
+    from deltalake.transaction import AddAction
+
+    meta = _footer(file)
+    st = file.stat()
+    return AddAction(rel, st.st_size, partition_values, int(st.st_mtime * 1000), True,
+                     json.dumps(footer_stats(meta, schema, day_column)))
+
+
+def footer_stats(meta, schema, day_column: str) -> dict:
+    """Delta's per-file statistics from a Parquet footer (pyarrow FileMetaData), over
+    the row groups: numRecords, and for the first STATS_COLUMNS data columns minValues,
+    maxValues (where every row group has them; none for binary and boolean columns) and
+    nullCount. Timestamps are kept to the millisecond, widened outward."""
+    import pyarrow as pa
+
+    indexed = [f for f in schema if f.name != day_column][:STATS_COLUMNS]
+    where = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    lo, hi, nulls = {}, {}, {}
+    for f in indexed:
+        k = where.get(f.name)
+        if k is None:
+            continue
+        groups = [meta.row_group(g).column(k).statistics for g in range(meta.num_row_groups)]
+        if all(s is not None and s.has_null_count for s in groups):
+            nulls[f.name] = sum(s.null_count for s in groups)
+        if pa.types.is_binary(f.type) or pa.types.is_boolean(f.type):
+            continue
+        valued = [s for s in groups if s is not None and s.has_min_max]
+        if not valued or any(s is None or (not s.has_min_max and s.null_count != s.num_values)
+                             for s in groups):
+            continue
+        low, high = min(s.min for s in valued), max(s.max for s in valued)
+        if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
+            continue
+        lo[f.name], hi[f.name] = _stat(low, f.type, up=False), _stat(high, f.type, up=True)
+    return {"numRecords": meta.num_rows, "minValues": lo, "maxValues": hi,
+            "nullCount": nulls}
+
+
+def _stat(value, t, up: bool):
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        micros = value.microsecond
+        value = value.replace(microsecond=micros // 1000 * 1000)
+        if up and micros % 1000:
+            value += dt.timedelta(milliseconds=1)
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if pa.types.is_date(t):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode()
+    return value
 
 
 def replace_day(frame, table: Table, lake, day: dt.date, metadata: dict,
                 target_file_size: int | None = None, check=None) -> int:
     """Replace the day's partition of a large table by a Spark DataFrame's rows, written
     by the executors and committed from staging, holding the day's slice lock from
-    staging through commit; returns the row count.
+    staging through commit; returns the row count. Unchanged rows commit nothing.
 
     `check(staged)`, given the staged rows as a Spark DataFrame, runs before the commit:
     when it raises, nothing is committed and the table stays as it was."""
     schema = frame.limit(0).toArrow().schema
-    with table.lock(lake, day), staged(frame, table.path(lake)) as folder:
+    with table.lock(lake, day), staged(frame, table.path(lake), target_file_size) as folder:
         if check is not None:
             check(frame.sparkSession.read.parquet(str(folder)))
-        commit_staged(folder, schema, table, lake, day, metadata, target_file_size)
-        return staged_rows(folder)
+        rows = staged_rows(folder)
+        commit_staged(folder, schema, table, lake, day, metadata)
+        return rows
 
 
-def _parts(folder: Path) -> list[str]:
-    return [str(p) for p in sorted(folder.glob("part-*.parquet"))]
+def _parts(folder: Path) -> list[Path]:
+    return sorted(folder.glob("part-*.parquet"))
+
+
+def _footer(path: Path):
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}

@@ -89,7 +89,10 @@ def validate(frame, suite: str, symbols=(), docs_dir=None, *, day: str | None = 
         name=spec["name"],
         expectations=[ExpectationConfiguration(**e) for e in expand(spec, symbols)]))
     if hasattr(frame, "sparkSession"):
-        source = context.data_sources.add_or_update_spark("lake")
+        # persist=False: GX would otherwise cache every validated frame for the rest of
+        # the session (a backfill piles them up, and a re-ingested file would be read
+        # from the stale cache)
+        source = context.data_sources.add_or_update_spark("lake", persist=False)
     else:
         source = context.data_sources.add_or_update_pandas("lake_pandas")
     asset = next((a for a in source.assets if a.name == spec["name"]), None) or \

@@ -32,7 +32,7 @@ from probcep.errors import writing
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
 
 #: Columns that describe a run, not a result: ignored when deciding whether rows changed.
-RUN_COLUMNS = ("run_id",)
+RUN_COLUMNS = ("run_id", "ingest_time")
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 #: Attempts at a write whose commit loses the race to other writers' commits, and the
 #: backoff before the next attempt: doubling from the first value up to the second,

@@ -457,8 +457,8 @@ def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
                  day=day.isoformat(), run_id=ctx.run_id)
         meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": len(files)}
         with BRONZE.lock(lake, day), QUARANTINE.lock(lake, day), \
-                staged(good, BRONZE.path(lake)) as good_dir, \
-                staged(bad, QUARANTINE.path(lake)) as bad_dir:
+                staged(good, BRONZE.path(lake), settings.target_file_bytes) as good_dir, \
+                staged(bad, QUARANTINE.path(lake), settings.target_file_bytes) as bad_dir:
             counted = conservation(counts, unreadable, taken.per_file,
                                    _staged_counts(good_dir, "source_file"),
                                    _staged_counts(bad_dir, "source_file"))

@@ -54,7 +54,8 @@ def normalize_day(ctx: RunContext, day: dt.date) -> NormalizeReport:
                                f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
         SILVER.clear_day(lake, day, {"run_id": ctx.run_id, "date": day.isoformat()})
         return NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
-    bronze = spark_read(ctx.spark, BRONZE, lake, [("batch_date", ">=", day.isoformat())])
+    spark = ctx.spark
+    bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", day.isoformat())])
     silver = distributions(bronze, settings, day, first, stop).orderBy("stream_id", "t")
 
     def check(staged):
@@ -63,8 +64,7 @@ def normalize_day(ctx: RunContext, day: dt.date) -> NormalizeReport:
 
     rows = replace_day(silver, SILVER, lake, day, {"run_id": ctx.run_id, "date": day.isoformat()},
                        settings.target_file_bytes, check=check)
-    day_files = SILVER.files(lake, [("date", "=", day.isoformat())])
-    return NormalizeReport(day, rows, _streams(day_files))
+    return NormalizeReport(day, rows, _streams(spark, day, lake))
 
 
 def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
@@ -97,15 +97,14 @@ def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
         F.lit(0.0).alias(settings.no_reading_symbol))
 
 
-def _streams(files: list[str]) -> int:
-    """How many streams the day's silver files hold (their stream_id column alone)."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+def _streams(spark, day: dt.date, lake) -> int:
+    """How many streams the day's silver holds, counted by the executors."""
+    from pyspark.sql import functions as F
 
+    files = SILVER.files(lake, [("date", "=", day.isoformat())])
     if not files:
         return 0
-    ids = ds.dataset(files, format="parquet").to_table(columns=["stream_id"])["stream_id"]
-    return len(pc.unique(ids))
+    return spark.read.parquet(*files).select(F.countDistinct("stream_id")).first()[0]
 
 
 def _held(rows, domain: list[str], hold: int, stop: int):

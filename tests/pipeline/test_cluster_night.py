@@ -1,0 +1,126 @@
+"""A night on a real Spark cluster: a standalone master and two workers on 127.0.0.1,
+started from the installed pyspark, give exactly the tables of `local[2]`.
+
+The workers are started with this test's environment, so the executors' Python workers
+import probcep from the same sources (PYTHONPATH) and run the same interpreter
+(PYSPARK_PYTHON, set by `probcep.lake.spark`). The nights run as `probcep run`
+subprocesses: the test process has its own local session already."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from probcep.demo.sample import generate_landing
+from probcep.lake.tables import CATALOG, RUN_COLUMNS, same_rows
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+DAY = "2026-01-01"
+START_SECONDS = 120
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def environment() -> dict[str, str]:
+    import pyspark
+
+    home = str(Path(pyspark.__file__).parent)
+    source = str(ROOT / "src")
+    paths = [source, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    return {**os.environ, "SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@contextmanager
+def standalone_cluster(tmp_path: Path):
+    """`spark://127.0.0.1:<port>` of a master with two one-core, 1 GiB workers (their
+    logs and work folders under `tmp_path`); stopped afterwards, whatever happened."""
+    env = environment()
+    spark_class = str(Path(env["SPARK_HOME"]) / "bin" / "spark-class")
+    port, ui = free_port(), free_port()
+    url = f"spark://127.0.0.1:{port}"
+    logs = tmp_path / "cluster-logs"
+    logs.mkdir()
+    procs = []
+
+    def start(name, *args):
+        out = open(logs / f"{name}.log", "w")
+        procs.append(subprocess.Popen([spark_class, *args], env=env, stdout=out,
+                                      stderr=subprocess.STDOUT, start_new_session=True))
+
+    try:
+        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+              "--port", str(port), "--webui-port", str(ui))
+        for k in range(2):
+            start(f"worker{k}", "org.apache.spark.deploy.worker.Worker", url,
+                  "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
+                  "--webui-port", str(free_port()), "--work-dir", str(tmp_path / f"work{k}"))
+        deadline = time.monotonic() + START_SECONDS
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as r:
+                    if json.load(r).get("aliveworkers", 0) >= 2:
+                        break
+            except OSError:
+                pass
+            dead = [p.args[1] for p in procs if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                raise RuntimeError(f"the cluster did not start ({dead or 'timeout'}): "
+                            + " | ".join((logs / f).read_text()[-800:]
+                                         for f in sorted(os.listdir(logs))))
+            time.sleep(1)
+        yield url
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with standalone_cluster(tmp_path) as url:
+        yield url
+
+
+def night(master: str, lake: Path, landing: Path) -> None:
+    env = {**environment(), "PROBCEP_LANDING_DIR": str(landing),
+           # executors of at most 512 MiB on the 1 GiB workers
+           "PYSPARK_SUBMIT_ARGS": "--conf spark.executor.memory=512m pyspark-shell"}
+    done = subprocess.run([sys.executable, "-m", "probcep", "run", "--date", DAY,
+                           "--master", master, "--lake", str(lake)],
+                          cwd=lake.parent, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_night_on_a_standalone_cluster_gives_the_tables_of_local(cluster, tmp_path):
+    landing = generate_landing(tmp_path / "landing", days=1, streams=2, sensors=1)
+    night(cluster, tmp_path / "on-cluster", landing)
+    night("local[2]", tmp_path / "local", landing)
+    for table in CATALOG:
+        here, there = (table.read(tmp_path / "local") if table.exists(tmp_path / "local")
+                       else None), (table.read(tmp_path / "on-cluster")
+                                    if table.exists(tmp_path / "on-cluster") else None)
+        assert (here is None) == (there is None), table.name
+        if here is not None:
+            assert here.num_rows or table.name.startswith("gold/alert"), table.name
+            assert same_rows(here, there, ignore=(*RUN_COLUMNS, "changed_by_run")), table.name
