@@ -19,7 +19,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check src tests jobs dags benchmarks examples
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile  # one test file per worker, on both cores
 
 bench: setup
 	$(PY) benchmarks/engine_throughput.py
