@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-all lint bench clean
 
 setup: $(STAMP)
 
@@ -19,7 +19,11 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check src tests jobs dags benchmarks examples
-	$(PY) -m pytest -q -n 2 --dist loadfile  # one test file per worker, on both cores
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not soak"  # a file per worker, both cores
+
+test-all: setup  # the suite with the soak tests (about 25 min here)
+	$(VENV)/bin/ruff check src tests jobs dags benchmarks examples
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: setup
 	$(PY) benchmarks/engine_throughput.py

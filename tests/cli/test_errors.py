@@ -78,7 +78,7 @@ def processes(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("processes")
     landing = tmp / "landing" / DAY.isoformat()
     landing.mkdir(parents=True)
-    (landing / "notes.txt").write_text("not a reading")
+    (landing / "_COMPLETE").touch()  # a marker, no readings (other files are quarantined)
     STREAMS.to_csv(tmp / "streams.csv", index=False)
     (tmp / "lake-file").write_text("a file where the lake should be")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROBCEP_")}

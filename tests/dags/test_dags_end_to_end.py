@@ -33,7 +33,7 @@ import yaml
 
 from tests.dags.conftest import airflow_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.soak]
 DAYS = ("2026-01-01", "2026-01-02")  # two nights: the midnight visit spans them
 CHANGED = DAYS[0]  # the rerun recomputes it, then walks on into DAYS[1]
 BIN = Path(sys.executable).parent

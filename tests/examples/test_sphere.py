@@ -28,7 +28,7 @@ DAYS = ("2026-05-01", "2026-05-06")
 AT_ALERTS = {"toilet_visit": (6, 6, 6), "kitchen_visit": (6, 6, 10),
              "bed1_visit": (5, 5, 2), "bed2_visit": (6, 6, 0), "bath_visit": (5, 5, 1)}
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.soak, pytest.mark.skipif(
     not (RAW / "00001").is_dir(),
     reason=f"SPHERE data not found at {RAW} (set PROBCEP_SPHERE_DIR to the release's train/)")]
 

@@ -23,7 +23,7 @@ import pytest
 from probcep.demo.sample import generate_landing
 from probcep.lake.tables import CATALOG, RUN_COLUMNS, same_rows
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.soak]
 ROOT = Path(__file__).resolve().parents[2]
 DAY = "2026-01-01"
 START_SECONDS = 120

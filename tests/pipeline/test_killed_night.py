@@ -134,6 +134,7 @@ def lake_run(spark, lake: Path, run_id: str):
     normalize_day(ctx, LANDING_DAY)
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("table", [BRONZE, SILVER])
 def test_ingest_or_normalize_killed_mid_commit_then_run_again_is_as_if_once(spark, tmp_path,
                                                                             table):

@@ -177,6 +177,7 @@ live.LiveQuery(RunContext.open("live", settings=settings, master="local[1]")).ru
 """
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("batch,table", [(5, GROUPS.name)])
 def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_order, batch,
                                                             table):

@@ -41,8 +41,10 @@ def test_a_rerun_of_unchanged_data_commits_nothing_a_changed_reading_commits(spa
 
     first = night("first")
     assert first[QUARANTINE.name] is not None and QUARANTINE.read(settings.lake_root).num_rows
-    assert all(v is not None for n, v in first.items() if not n.startswith("gold/alert_ch")), \
-        first
+    # every table a night writes exists (alert changes only when alerts changed; the
+    # packaged registry has no correlations, so their tables stay unwritten)
+    unwritten = ("gold/alert_changes", "gold/correlation", "state/archive_stats")
+    assert all(v is not None for n, v in first.items() if not n.startswith(unwritten)), first
     assert night("again") == first
 
     raw = next((landing / DAY.isoformat()).glob("*.csv"))
