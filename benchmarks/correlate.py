@@ -206,7 +206,7 @@ def main() -> None:
                 source = Source(args.source, rows, Path(tmp), args.days)
                 began = time.perf_counter()
                 stats = ArchiveStats.from_timeline(corr.dfa, corr.window,
-                                                   Timeline(SILENCE, rows), DAY)
+                                                   Timeline(SILENCE, rows), DAY, night[1])
                 stats_seconds = time.perf_counter() - began
                 runs = {s: timed(corr, transducer, groups, source, s, night, stats)
                         for s in STRATEGIES}

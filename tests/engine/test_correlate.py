@@ -56,10 +56,10 @@ def _dumps(rows):
 @given(archives(), policies, thresholds, windows, windows, st.integers(1, 8),
        st.integers(0, 7), st.sampled_from(["exists", "absent"]),
        st.one_of(st.just(0.0), st.sampled_from([0.01, 0.05, 0.1, 0.3, 0.5]), st.floats(0, 1)),
-       st.integers(-3, 3), st.integers(1, 5))
+       st.integers(-3, 3), st.integers(1, 5), st.booleans())
 def test_correlations_match_reference_and_strategies_agree(
         case, policy, threshold, window, archive_window, lookback, gap_less, mode, tau, t0,
-        bucket):
+        bucket, to_the_end):
     letters, live, archive, silence, stored = case
     query = _build(live[0], letters, Query.build, policy=policy, threshold=threshold,
                    window=window)
@@ -77,7 +77,8 @@ def test_correlations_match_reference_and_strategies_agree(
     outputs, reads = {}, {}
     for strategy in STRATEGIES:
         timeline = Timeline(silence, timeline_rows)
-        stats = ArchiveStats.from_timeline(corr.dfa, corr.window, timeline, bucket)
+        stats = ArchiveStats.from_timeline(corr.dfa, corr.window, timeline, bucket,
+                                           night[1] if to_the_end else None)
         outputs[strategy] = _dumps(correlate(corr, transducer, groups, timeline, strategy,
                                              night, stats))
         reads[strategy] = timeline.rows_read

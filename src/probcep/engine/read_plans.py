@@ -169,11 +169,13 @@ class ArchiveStats:
 
     @classmethod
     def from_timeline(cls, dfa: Dfa, window: int | None, timeline: Timeline,
-                      bucket: int) -> ArchiveStats:
-        """Statistics over each stream's whole stored span (with silence filled in)."""
+                      bucket: int, until: int | None = None) -> ArchiveStats:
+        """Statistics over each stream's stored span, and on to `until` when given (the
+        end of the archive: a stream silent at its end is silent there, not unknown),
+        with silence filled in."""
         counts, covered = {}, {}
         for sid, (t, probs) in timeline.streams.items():
-            lo, hi = int(t[0]), int(t[-1])
+            lo, hi = int(t[0]), max(int(t[-1]), until if until is not None else int(t[-1]))
             ends, _ = match_ends(dfa, window, dense_rows(t, probs, lo, hi, timeline.silence))
             first = lo // bucket
             sums = np.bincount(np.arange(lo, hi + 1) // bucket - first, weights=ends)
