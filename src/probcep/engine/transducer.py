@@ -41,7 +41,8 @@ DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals, mark, split, out_free):
+def _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals, mark, split,
+                 out_free):
     """One row of the sparse forward product: the vector (ids, vals) times row r's
     transitions in `mode`, into (out_ids, out_vals); returns (size, accepted mass).
 
@@ -109,8 +110,8 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
             for i in range(nvec):  # `build` fills a state's row for all symbols at once
                 if table[ids[i], 0, mode] == UNKNOWN:
                     return g, r, nvec, accepted
-            m, got = _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals, mark,
-                           False, out_vals)
+            m, got = _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals,
+                                  mark, False, out_vals)
             accepted += got
             for i in range(m):
                 mark[out_ids[i]] = -1
@@ -185,8 +186,8 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
                 if here and table[x, 0, MODE_T] == UNKNOWN:
                     pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
                     return NEED_T, x
-            m, total = _sparse_step(table, rows, r, MODE_A, ids, vals, nvec, out_ids, out_vals,
-                             mark, here, out_free)
+            m, total = _sparse_step(table, rows, r, MODE_A, ids, vals, nvec, out_ids,
+                                    out_vals, mark, here, out_free)
             for i in range(m):
                 mark[out_ids[i]] = -1
             if here:
