@@ -42,9 +42,10 @@ DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
 @njit(cache=True, nogil=True, inline="always")
 def _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals, mark, split,
-                 out_free):
+                 out_free, accepted):
     """One row of the sparse forward product: the vector (ids, vals) times row r's
-    transitions in `mode`, into (out_ids, out_vals); returns (size, accepted mass).
+    transitions in `mode`, into (out_ids, out_vals); returns (size, `accepted` plus the
+    mass absorbed, added one transition at a time).
 
     With `split` (mode A only), mass whose mode-T transition accepts is also counted as
     accepted, and out_free gets the rest: the mode-T step of the same row comes free,
@@ -52,7 +53,6 @@ def _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals, mark,
     composite on entry; the caller resets the entries this sets."""
     n_sym = rows.shape[1]
     m = 0
-    accepted = 0.0
     for i in range(nvec):
         src = ids[i]
         v = vals[i]
@@ -110,9 +110,8 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
             for i in range(nvec):  # `build` fills a state's row for all symbols at once
                 if table[ids[i], 0, mode] == UNKNOWN:
                     return g, r, nvec, accepted
-            m, got = _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals,
-                                  mark, False, out_vals)
-            accepted += got
+            m, accepted = _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids,
+                                       out_vals, mark, False, out_vals, accepted)
             for i in range(m):
                 mark[out_ids[i]] = -1
                 ids[i] = out_ids[i]
@@ -187,7 +186,7 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
                     pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
                     return NEED_T, x
             m, total = _sparse_step(table, rows, r, MODE_A, ids, vals, nvec, out_ids,
-                                    out_vals, mark, here, out_free)
+                                    out_vals, mark, here, out_free, 0.0)
             for i in range(m):
                 mark[out_ids[i]] = -1
             if here:
