@@ -129,7 +129,7 @@ def _write_parquet(streams: list[tuple[str, GroupColumns]], output: Path) -> Non
 
 
 def write_lines(rows: list[dict], output: Path | None) -> None:
-    """One JSON line per row (`json.dumps`), for outputs too small to need templates."""
+    """One JSON line per row (`json.dumps`), for outputs too small to need column formatting."""
     write_text([json.dumps(r) + "\n" for r in rows], output)
 
 
