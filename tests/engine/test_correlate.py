@@ -129,6 +129,32 @@ def test_expected_match_counts_bound_the_archive_probability(case, window, cut):
     assert p_a <= want.sum() + 1e-12
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(st.integers(2, 4).flatmap(lambda n: st.tuples(
+    st.just(LETTERS[:n]), patterns(LETTERS[:n]), streams(n, max_len=12, max_worlds=10**9),
+    st.lists(st.integers(0, 120), min_size=12, max_size=12), st.integers(0, n - 1),
+    st.booleans())), windows, st.lists(st.tuples(st.integers(-5, 400), st.integers(0, 400)),
+                                       min_size=1, max_size=4))
+def test_silent_stretches_are_stepped_over_exactly(case, window, spans):
+    """`accept_sparse` over stored rows with long silences between them gives the bits of
+    the forward pass over every timestep filled in, whatever the ranges."""
+    letters, (text, _), probs, gaps, quiet, one_hot = case
+    dfa = _build(text, letters, Correlation.build, window=window, lookback=1).dfa
+    silence = np.eye(len(letters))[quiet] if one_hot else np.full(len(letters), 1 / len(letters))
+    t = np.cumsum(np.asarray(gaps[:len(probs)]) + 1) - 1
+    dense = np.tile(silence, (int(t[-1]) + 200, 1))
+    dense[t] = probs
+    ranges = [(lo, min(lo + n, len(dense) - 1)) for lo, n in spans if lo <= len(dense) - 1]
+    ranges = [(max(lo, 0), hi) for lo, hi in ranges if max(lo, 0) <= hi]
+    assume(ranges)
+    los, his = np.array(ranges).T
+    sparse = Transducer(dfa, window).accept_sparse(t, probs, silence, los, his)
+    filled = Transducer(dfa, window).accept_probabilities(dense, los, his + 1,
+                                                          np.full(len(los), -1))
+    assert sparse.tolist() == filled.tolist()
+
+
 @pytest.mark.parametrize("options, message", [
     ({"lookback": 5, "gap": 0}, "gap must be an integer >= 1"),
     ({"lookback": 5, "gap": -2}, "gap must be an integer >= 1"),

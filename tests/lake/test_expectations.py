@@ -1,4 +1,5 @@
-"""The gold suite passes engine output and fails, readably, on broken rows."""
+"""The gold suite passes engine output and fails, readably, on broken rows; silver's row
+sum on pandas; a backfill's Data Docs built once."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import re
 import pandas as pd
 import pytest
 
-from probcep.lake.expectations import GOLD_SUITE, ExpectationError, validate
+from probcep.lake.expectations import (
+    GOLD_SUITE,
+    SILVER_SUITE,
+    ExpectationError,
+    data_docs_once,
+    validate,
+)
 
 
 def rows():
@@ -67,3 +74,30 @@ def test_data_docs_name_the_table_the_day_and_the_run(tmp_path):
     assert "__none__" not in page and "Data asset: None" not in page
     index = next(docs.rglob("index.html")).read_text()  # the list of validations
     assert "gold_groups 2026-01-02 validate_gold-0a1b2c3d" in index
+
+
+def test_a_backfill_builds_its_data_docs_once_at_its_end(tmp_path):
+    """Inside `data_docs_once` results are stored at once and every page is built on the
+    way out, the failing validation's too."""
+    docs = tmp_path / "gx"
+    broken = rows()
+    broken.loc[2, "probability"] = 1.5
+    with pytest.raises(ExpectationError), data_docs_once():
+        for k in (1, 2):
+            validate(rows(), GOLD_SUITE, docs_dir=docs, day=f"2026-01-0{k}", run_id="b")
+        assert not list(docs.rglob("*.html"))  # nothing rendered yet
+        validate(broken, GOLD_SUITE, docs_dir=docs, day="2026-01-03", run_id="b")
+    pages = [p for p in docs.rglob("*.html") if "validations" in p.parts]
+    assert len(pages) == 3
+    index = next(docs.rglob("index.html")).read_text()
+    assert all(f"gold_groups 2026-01-0{k} b" in index for k in (1, 2, 3))
+
+
+def test_the_silver_row_sum_is_checked_by_pandas_as_by_spark_sql():
+    """The suite's derived row sum: one row off by more than 1e-9 is named, as on Spark."""
+    frame = pd.DataFrame({"stream_id": ["s", "s"], "t": [0, 1], "ts": [pd.Timestamp(0)] * 2,
+                          "a": [0.5, 0.5], "b": [0.5, 0.5 + 2e-9]})
+    with pytest.raises(ExpectationError, match="each row sums to 1 within 1e-9: 1 rows"):
+        validate(frame, SILVER_SUITE, ("a", "b"))
+    frame.loc[1, "b"] = 0.5 + 1e-10
+    assert validate(frame, SILVER_SUITE, ("a", "b")).success

@@ -1,11 +1,16 @@
 """`correlate-day` on sparse silver: nights one by one equal one pass of the engine over
 the whole timeline, every strategy writes the same rows, auto's statistics prune nothing
-that reaches τ, the rows satisfy the correlation suite, a rerun reaches later nights."""
+that reaches τ, the rows satisfy the correlation suite, a rerun of an archive day updates
+the later nights that read it, and a night killed mid-write leaves no trace (soak)."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow.compute as pc
@@ -16,14 +21,22 @@ from probcep.engine.grouping import Group
 from probcep.engine.read_plans import STRATEGIES, Timeline, correlate
 from probcep.engine.transducer import Transducer
 from probcep.lake.expectations import ExpectationError
-from probcep.lake.tables import ARCHIVE_STATS, CORRELATION_ALERTS, CORRELATIONS, GROUPS
+from probcep.lake.tables import (
+    ARCHIVE_STATS,
+    CORRELATION_ALERT_CHANGES,
+    CORRELATION_ALERTS,
+    CORRELATIONS,
+    GROUPS,
+    same_rows,
+)
 from probcep.pipeline.correlate_day import check_correlations, correlate_day
 from probcep.pipeline.group_day import group_exact
-from probcep.pipeline.rerun import correlation_days
+from probcep.pipeline.rerun import correlation_days, rerun_days
 from tests.pipeline.nights import (
     DAY0,
     DOMAIN,
     PATTERNS,
+    STEPS_PER_DAY,
     FrameSilver,
     context,
     day_of,
@@ -31,6 +44,7 @@ from tests.pipeline.nights import (
 )
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 SILENCE = (1 / 3, 1 / 3, 1 / 3)  # the uniform gap policy
 DAYS = 2
 
@@ -108,3 +122,122 @@ def test_nights_equal_one_pass_and_strategies_agree(spark, tmp_path):
     ctx = dataclasses.replace(context(tmp_path / "lake", source, "rerun"))
     ctx.__dict__["correlations"] = correlations
     assert correlation_days(ctx, [DAY0], DAY0) == [DAY0, DAY0 + dt.timedelta(1)]
+
+
+def _set(frame, stream, times, rows):
+    spot = (frame.stream_id == stream) & frame.t.isin(times)
+    frame.loc[spot, list(DOMAIN)] = rows
+
+
+def test_a_rerun_of_an_archive_day_updates_the_later_nights_that_read_it(spark, tmp_path):
+    """Stream s0 stays in the Room but for a certain visit on day 1, whose archive range
+    (lookback 200) reaches back into day 0. Day 0's silver is then fixed (a certain
+    `Hallway Door Hallway` in it): the rerun of day 0 replaces day 1's correlation rows
+    with those of one pass over the fixed timeline and records the alert it adds."""
+    silver = make_silver(days=DAYS, streams=3, seed=5)
+    visit = STEPS_PER_DAY + 56  # Door Room Room Door at 200..203
+    _set(silver, "s0", range(2 * STEPS_PER_DAY), [0.0, 0.0, 1.0])
+    _set(silver, "s0", [visit, visit + 3], [0.0, 1.0, 0.0])
+    lake = tmp_path / "lake"
+    correlations = _correlations()[:1]
+    for k in range(DAYS):
+        day = DAY0 + dt.timedelta(k)
+        ctx = context(lake, FrameSilver(lambda d: day_of(silver, (d - DAY0).days),
+                                        tmp_path / "in", fill=SILENCE), f"night-{k}")
+        group_exact(ctx, day)
+        correlate_day(ctx, day, correlations)
+    day1 = DAY0 + dt.timedelta(1)
+    before = CORRELATIONS.read(lake, [("batch_date", "=", day1)]).to_pandas()
+    assert not (before.stream_id == "s0").any()  # P_A(R) = 0: nothing reaches τ_C
+
+    fixed = silver.copy()
+    _set(fixed, "s0", [100, 102], [1.0, 0.0, 0.0])
+    _set(fixed, "s0", [101], [0.0, 1.0, 0.0])
+    source = FrameSilver(lambda d: day_of(fixed, (d - DAY0).days), tmp_path / "fixed",
+                         fill=SILENCE)
+    ctx = context(lake, source, "rerun")
+    ctx.__dict__["correlations"] = correlations
+    rerun_days(ctx, DAY0, DAY0, reason="day 0 fixed")
+
+    after = CORRELATIONS.read(lake, [("batch_date", "=", day1)]).to_pandas()
+    assert set(after.run_id) == {"rerun"}
+    row = after[after.stream_id == "s0"]
+    assert row[["t_start", "r_lo", "r_hi"]].values.tolist() == [[visit, visit - 200,
+                                                                   visit - 3]]
+    assert row.probability.iloc[0] == pytest.approx(1.0)
+    corr = correlations[0].correlation  # every row as one pass over the fixed timeline
+    timeline = Timeline(SILENCE, {sid: (g.t.to_numpy(), g[list(DOMAIN)].to_numpy())
+                                  for sid, g in fixed.sort_values("t").groupby("stream_id")})
+    groups = {}
+    for r in GROUPS.read(lake, [("pattern", "=", "visit"),
+                                ("batch_date", "=", day1)]).to_pylist():
+        groups.setdefault(r["stream_id"], []).append(Group(
+            r["t_start"], r["t_first"], r["t_end"], r["probability"], r["n_matches"],
+            r["max_match_probability"]))
+    want = [(c.stream_id, c.group.t_start, c.archive_probability, c.probability)
+            for c in correlate(corr, Transducer(corr.dfa, corr.window), groups, timeline,
+                               "active", (STEPS_PER_DAY, 2 * STEPS_PER_DAY - 1))]
+    got = [(r.stream_id, r.t_start, r.archive_probability, r.probability)
+           for r in after.sort_values(["stream_id", "t_start", "t_first"]).itertuples()]
+    assert got == want
+    changes = CORRELATION_ALERT_CHANGES.read(lake, [("batch_date", "=", day1)]).to_pandas()
+    added = changes[(changes.change == "added") & (changes.changed_by_run == "rerun")]
+    assert added[["stream_id", "t_start"]].values.tolist() == [["s0", visit]]
+
+
+# --- a killed correlate-day --------------------------------------------------------------
+
+#: Runs night 0, then night 1 with the write of TABLE killed: the process writes that
+#: write's data file into the table folder (as delta-rs does before it commits) and dies
+#: by SIGKILL before any log entry.
+CHILD = """
+import os, signal, sys
+from pathlib import Path
+import deltalake, pyarrow.parquet as pq
+from probcep.lake.spark import spark_session
+from tests.pipeline.test_correlate_day import correlated_night
+
+lake, table = Path(sys.argv[1]), sys.argv[2]
+spark_session("local[2]", "killed-correlate", shuffle_partitions=2)
+correlated_night(lake, 0)
+real = deltalake.write_deltalake
+
+def killed(path, data, *args, **kwargs):
+    if Path(path) == lake / table:
+        pq.write_table(data, Path(path) / "part-00000-killed.parquet")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(path, data, *args, **kwargs)
+
+deltalake.write_deltalake = killed
+correlated_night(lake, 1)
+"""
+
+
+def correlated_night(lake: Path, k: int) -> None:
+    """Night k of a fixed two-day silver: the live groups, then their correlations."""
+    silver = make_silver(days=DAYS, streams=3, seed=5)
+    day = DAY0 + dt.timedelta(k)
+    ctx = context(lake, FrameSilver(lambda d: day_of(silver, (d - DAY0).days),
+                                    Path(lake).parent / "in", fill=SILENCE), f"night-{k}")
+    group_exact(ctx, day)
+    correlate_day(ctx, day, _correlations()[:1])
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("table", [CORRELATIONS, CORRELATION_ALERTS])
+def test_correlate_day_killed_mid_write_leaves_no_trace_and_runs_again_as_once(
+        spark, tmp_path, table):
+    lake = tmp_path / "killed"
+    done = subprocess.run([sys.executable, "-c", CHILD, str(lake), table.name], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    day1 = [("batch_date", "=", DAY0 + dt.timedelta(1))]
+    assert (lake / table.name / "part-00000-killed.parquet").exists()
+    assert table.read(lake, day1).num_rows == 0  # the killed write is in no commit
+    assert CORRELATION_ALERT_CHANGES.read(lake, day1).num_rows == 0
+
+    correlated_night(lake, 1)  # the night again
+    for k in range(DAYS):
+        correlated_night(tmp_path / "clean", k)
+    for t in (CORRELATIONS, CORRELATION_ALERTS, CORRELATION_ALERT_CHANGES, ARCHIVE_STATS):
+        assert same_rows(t.read(lake), t.read(tmp_path / "clean")), t.name

@@ -97,14 +97,15 @@ def dense_rows(t: np.ndarray, probs: np.ndarray, lo: int, hi: int, silence) -> n
     return dense
 
 
-def archive_probabilities(transducer: Transducer, rows: np.ndarray, rows_t0: int,
+def archive_probabilities(transducer: Transducer, t: np.ndarray, probs: np.ndarray, silence,
                           ranges: list[tuple[int, int]]) -> np.ndarray:
-    """P_A(R) for each range (inclusive, inside the rows that start at time `rows_t0`):
-    the accepting probability of single-overlap pseudo-groups. Each range starts from
-    the transducer's empty vector, so its value depends on its own rows alone, never on
-    how much around it was read."""
+    """P_A(R) for each range (inclusive), from the stored rows `probs` at sorted times `t`
+    (every timestep of the ranges that has a row) and `silence` for the rest: the
+    accepting probability of single-overlap pseudo-groups. Each range starts from the
+    transducer's empty vector, so its value depends on its own rows alone, never on how
+    much around it was read; a silent stretch costs a few steps, not its length."""
     if not ranges:
         return np.zeros(0)
-    bounds = np.asarray(ranges, dtype=np.int64) - rows_t0
-    return np.minimum(1.0, transducer.accept_probabilities(
-        rows, bounds[:, 0], bounds[:, 1] + 1, np.full(len(ranges), -1, np.int64)))
+    bounds = np.asarray(ranges, dtype=np.int64)
+    return np.minimum(1.0, transducer.accept_sparse(t, probs, silence, bounds[:, 0],
+                                                    bounds[:, 1]))

@@ -5,7 +5,9 @@ changes a row of the output (docs/semantics.md §8).
 
 - `active` (ALAA): the archive is read ahead of the live side, whether a live group comes
   or not: one read per stream covering every range the night can ask for.
-- `lazy` (LLAA): one read per live group, of exactly its range, when the group is final.
+- `lazy` (LLAA): one read per live group, when the group is final, of the part of its
+  range not read for the stream's groups before it (the rows already held are kept
+  while later ranges still need them).
 - `sublazy` (SLLAA): the ranges of a stream's groups that overlap or touch are coalesced
   into one read, so no row is read twice.
 - `auto` (OLLAA): the rarer side drives. Groups whose probability cannot reach τ_C are
@@ -173,9 +175,9 @@ class ArchiveStats:
         for sid, (t, probs) in timeline.streams.items():
             lo, hi = int(t[0]), int(t[-1])
             ends, _ = match_ends(dfa, window, dense_rows(t, probs, lo, hi, timeline.silence))
-            buckets = np.arange(lo, hi + 1) // bucket
-            for b in np.unique(buckets):
-                counts[(sid, int(b))] = float(ends[buckets == b].sum())
+            first = lo // bucket
+            sums = np.bincount(np.arange(lo, hi + 1) // bucket - first, weights=ends)
+            counts.update({(sid, first + k): float(v) for k, v in enumerate(sums)})
             covered[sid] = (lo, hi)
         return cls(bucket, counts, covered)
 
@@ -193,6 +195,19 @@ def _coalesce(ranges: list[tuple[int, int]], hole: int) -> list[tuple[int, int]]
     return [(lo, hi) for lo, hi in spans]
 
 
+def _unread(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Lazy's reads, one per range in time order, of the part not read for the ranges
+    before it (rows already held are not read again)."""
+    reads, held = [], None
+    for lo, hi in sorted(ranges):
+        if held is None or lo > held + 1:
+            reads.append((lo, hi))
+        elif hi > held:
+            reads.append((held + 1, hi))
+        held = hi if held is None else max(held, hi)
+    return reads
+
+
 def _prunable(correlation: Correlation, live: float, bound: float) -> bool:
     """Whether a group cannot reach τ_C: its probability is at most live · bound."""
     if correlation.min_probability <= 0.0:
@@ -207,7 +222,7 @@ def plan_reads(strategy: str, correlation: Correlation, ranges: dict[str, list],
                source: ArchiveSource, night: tuple[int, int]) -> dict[str, list]:
     """The reads, per stream, in the order they are made: (lo, hi) spans."""
     if strategy == "lazy":
-        return {sid: list(rs) for sid, rs in ranges.items() if rs}
+        return {sid: _unread(rs) for sid, rs in ranges.items() if rs}
     if strategy == "sublazy":
         return {sid: _coalesce(rs, 1) for sid, rs in ranges.items() if rs}
     if strategy == "auto":
@@ -248,18 +263,28 @@ def correlate(correlation: Correlation, transducer: Transducer,
             todo[sid].append((g, r))
     ranges = {sid: [r for _, r in items if r is not None] for sid, items in todo.items()}
     archive: dict[tuple[str, tuple[int, int]], float] = {}
+    silence = np.asarray(source.silence, np.float64)
     for sid, reads in plan_reads(strategy, correlation, ranges, source, night).items():
         pending = sorted(set(ranges.get(sid, [])))
+        held_lo, held_hi, held_t, held_p = 0, None, [], []  # the rows held: one span
         for lo, hi in reads:
             t, probs = source.read(sid, lo, hi)
-            inside = [r for r in pending if lo <= r[0] and r[1] <= hi
-                      and (sid, r) not in archive]
+            if held_hi is None or lo != held_hi + 1:
+                held_lo, held_t, held_p = lo, [], []
+            held_hi = hi
+            held_t.append(t)
+            held_p.append(np.asarray(probs, np.float64).reshape(len(t), len(silence)))
+            inside = [r for r in pending if held_lo <= r[0] and r[1] <= held_hi]
             if not inside:
                 continue
-            values = archive_probabilities(transducer,
-                                           dense_rows(t, probs, lo, hi, source.silence),
-                                           lo, inside)
+            done = set(inside)
+            pending = [r for r in pending if r not in done]
+            t, probs = np.concatenate(held_t), np.concatenate(held_p)
+            values = archive_probabilities(transducer, t, probs, silence, inside)
             archive.update({(sid, r): float(v) for r, v in zip(inside, values)})
+            if pending:  # keep only what the ranges still to come can need
+                keep = t >= min(r[0] for r in pending)
+                held_t, held_p = [t[keep]], [probs[keep]]
     rows = []
     for sid, items in todo.items():
         for g, r in items:

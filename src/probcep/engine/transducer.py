@@ -122,6 +122,83 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
 
 
 @njit(cache=True, nogil=True)
+def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, vals, nvec,
+                    accepted, out_ids, out_vals, mark, seen):
+    """Mode-T forward pass for ranges g = pos[0], ...: range g covers the timesteps
+    [los[g], his[g]], whose stored rows are rows[a_idx[g]:] (times `t`, sorted); every
+    other timestep holds `silence`. After a silent step that leaves the vector and the
+    accepted mass bit for bit as they were, every further silent step would too (the
+    step is a function of them and the row), so the rest of the silent stretch is skipped.
+
+    Resumes range pos[0] at time pos[1], stored row pos[2], with the given vector. Stops at
+    the first transition not in the table (pos says where; returns nvec, accepted) and
+    sets pos[0] = len(los) when done.
+    """
+    n_sym = rows.shape[1]
+    g0 = pos[0]
+    for g in range(g0, los.shape[0]):
+        if g != g0:
+            cur, i = los[g], a_idx[g]
+            ids[0] = EMPTY
+            vals[0] = 1.0
+            nvec = 1
+            accepted = 0.0
+        else:
+            cur, i = pos[1], pos[2]
+        while cur <= his[g]:
+            stored = i < t.shape[0] and t[i] == cur
+            for k in range(nvec):
+                if table[ids[k], 0, MODE_T] == UNKNOWN:
+                    pos[0], pos[1], pos[2] = g, cur, i
+                    return nvec, accepted
+            before = accepted
+            m = 0
+            for k in range(nvec):
+                src = ids[k]
+                v = vals[k]
+                for a in range(n_sym):
+                    pa = rows[i, a] if stored else silence[a]
+                    if pa <= 0.0:
+                        continue
+                    dst = table[src, a, MODE_T]
+                    if dst == ACCEPT:
+                        accepted += v * pa
+                        continue
+                    j = mark[dst]
+                    if j < 0:
+                        mark[dst] = m
+                        out_ids[m] = dst
+                        out_vals[m] = v * pa
+                        m += 1
+                    else:
+                        out_vals[j] += v * pa
+            same = not stored and m == nvec and accepted == before
+            if same:
+                for k in range(nvec):
+                    seen[ids[k]] = vals[k]
+                for k in range(m):
+                    if seen[out_ids[k]] != out_vals[k]:
+                        same = False
+                for k in range(nvec):
+                    seen[ids[k]] = -1.0
+            for k in range(m):
+                mark[out_ids[k]] = -1
+                ids[k] = out_ids[k]
+                vals[k] = out_vals[k]
+            nvec = m
+            if stored:
+                i += 1
+                cur += 1
+            elif same:  # a fixed point: on to the next stored row (or the range's end)
+                cur = min(t[i], his[g] + 1) if i < t.shape[0] else his[g] + 1
+            else:
+                cur += 1
+        out[g] = accepted
+    pos[0] = los.shape[0]
+    return nvec, accepted
+
+
+@njit(cache=True, nogil=True)
 def _cover_backward(table, rows, lo, beta, closed, k_min):
     """beta[k, z] = probability that composite z before row lo + k reaches acceptance in
     mode B by the last row (beta[-1] is 1 at ACCEPT, else 0), for composites whose mode-B
@@ -305,6 +382,40 @@ class Transducer:
                     if self.table[cid, 0, mode] == UNKNOWN:
                         self.build(int(cid), mode)
         return out
+
+    def accept_sparse(self, t: np.ndarray, rows: np.ndarray, silence, los, his) -> np.ndarray:
+        """For each range [los[g], his[g]] of timesteps, the probability that a world over
+        it is accepted (mode T, a single-overlap pseudo-group), where the stored rows
+        `rows` at sorted times `t` hold their timesteps and `silence` every other. Equal
+        bit for bit to `accept_probabilities` over the filled-in rows; a silent stretch
+        costs the few steps the vector takes to settle, not its length."""
+        t = np.ascontiguousarray(t, dtype=np.int64)
+        rows = np.ascontiguousarray(rows, dtype=np.float64).reshape(len(t), len(self.dfa.domain))
+        silence = np.ascontiguousarray(silence, dtype=np.float64)
+        los, his = (np.ascontiguousarray(a, dtype=np.int64) for a in (los, his))
+        out = np.zeros(len(los))
+        if not len(los):
+            return out
+        a_idx = np.searchsorted(t, los).astype(np.int64)
+        pos = np.array([0, los[0], a_idx[0]], np.int64)
+        nvec, accepted = 1, 0.0
+        ids, vals = np.zeros(self.n_states, np.int64), np.zeros(self.n_states)
+        ids[0], vals[0] = EMPTY, 1.0
+        while True:
+            size = self.n_states
+            if len(ids) < size:
+                ids, vals = np.resize(ids, size), np.resize(vals, size)
+            out_ids, out_vals = np.empty(size, np.int64), np.empty(size)
+            mark = np.full(len(self.table), -1, np.int64)
+            seen = np.full(len(self.table), -1.0)
+            nvec, accepted = _forward_sparse(self.table, t, rows, silence, los, his, a_idx,
+                                             out, pos, ids, vals, nvec, accepted, out_ids,
+                                             out_vals, mark, seen)
+            if pos[0] == len(los):
+                return out
+            for cid in ids[:nvec]:  # build what the vector needs, then resume
+                if self.table[cid, 0, MODE_T] == UNKNOWN:
+                    self.build(int(cid), MODE_T)
 
     def cover_probabilities(self, rows: np.ndarray, rows_t0: int, starts, ends,
                             firsts) -> np.ndarray | None:

@@ -59,6 +59,8 @@ MOVED_FILE = "_moved.json"
 #: Rows per Parquet row group: small enough that a day holds many, whose statistics
 #: let a time slice skip most of a file and let the grouping job split a day by stream.
 ROW_GROUP_ROWS = 131_072
+#: Staged rows up to this many are validated on the driver with pandas (`staged_frame`).
+DRIVER_CHECK_ROWS = 250_000
 #: Delta keeps min/max statistics for this many leading columns (Delta's default).
 STATS_COLUMNS = 32
 #: A staging folder named without its owner (an older layout) is cleared once it is
@@ -213,6 +215,19 @@ def fingerprint(rows) -> str:
                              for f in rows.schema if f.name in names],
                             n, str(total or 0), xor or 0])
     return hashlib.sha1(described.encode()).hexdigest()[:16]
+
+
+def staged_frame(spark, folder: Path):
+    """The staged rows to validate: a pandas frame read on the driver when there are at
+    most DRIVER_CHECK_ROWS (GX's Spark engine spends seconds of Spark jobs on a suite
+    whatever the rows; its pandas engine checks a small day in a fraction of that), else a
+    Spark DataFrame read by the executors, so the driver never holds a large day."""
+    import pyarrow.parquet as pq
+
+    parts = _parts(folder)
+    if not parts or staged_rows(folder) > DRIVER_CHECK_ROWS:
+        return spark.read.parquet(str(folder))
+    return pq.ParquetDataset([str(p) for p in parts]).read().to_pandas()
 
 
 def staged_rows(folder: Path) -> int:
@@ -379,12 +394,13 @@ def replace_day(frame, table: Table, lake, day: dt.date, metadata: dict,
     by the executors and committed from staging, holding the day's slice lock from
     staging through commit; returns the row count. Unchanged rows commit nothing.
 
-    `check(staged)`, given the staged rows as a Spark DataFrame, runs before the commit:
+    `check(staged)`, given the staged rows (`staged_frame`: pandas when few, else Spark),
+    runs before the commit:
     when it raises, nothing is committed and the table stays as it was."""
     schema = frame.limit(0).toArrow().schema
     with table.lock(lake, day), staged(frame, table.path(lake), target_file_size) as folder:
         if check is not None:
-            check(frame.sparkSession.read.parquet(str(folder)))
+            check(staged_frame(frame.sparkSession, folder))
         rows = staged_rows(folder)
         commit_staged(folder, schema, table, lake, day, metadata)
         return rows

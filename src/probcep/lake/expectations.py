@@ -2,19 +2,27 @@
 
 Suites are JSON templates shipped with the package (`lake/suites/`, the repository's
 `expectations/` folder): `"{domain}"` becomes the list of symbols, `{symbol}` expands to
-one expectation per symbol and `{row_sum}` to the SQL sum of their columns (row sums and
-gaps are SQL checks, UnexpectedRowsExpectation). Bronze and silver are validated as Spark
-DataFrames before they are committed; a day's gold rows are few and are validated as a
-pandas frame on the driver. A failure raises `ExpectationError` with a readable report;
-with `docs_dir`, Data Docs are built there. Each validation is named after what it
-checked: GX's run name is `<suite> <day> <run id>` and its data asset is the table
-(`bronze/readings`, `silver/distributions`, `gold/groups`), so a Data Docs page says
-which table, day and run it is about.
+one expectation per symbol and `{row_sum}` to the SQL sum of their columns. A suite's
+`derived_columns` (silver's row sum) are computed from each row before its expectations
+run, by Spark SQL or by pandas' eval, so one suite runs on either engine. Bronze is
+validated as a Spark DataFrame before it is written; silver's staged rows as a Spark
+DataFrame, or on the driver with pandas when they are few (`lake.delta.staged_frame`:
+GX's Spark engine spends seconds of jobs on a suite whatever the rows); a day's gold
+rows are few and are validated as a pandas frame. A failure raises `ExpectationError`
+with a readable report. With `docs_dir`, Data Docs are built there: at once, or, inside
+`data_docs_once` (a backfill), in one build at its end (a build renders the index of
+every stored result, so one build per validation costs a backfill time that grows with
+the lake). Each validation is named after what it checked: GX's run name is
+`<suite> <day> <run id>` and its data asset is the table (`bronze/readings`,
+`silver/distributions`, `gold/groups`), so a Data Docs page says which table, day and
+run it is about.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib.resources import files
 
 from probcep.errors import ProbcepError
@@ -25,8 +33,26 @@ GOLD_SUITE = "gold_groups"
 CORRELATIONS_SUITE = "gold_correlations"
 
 
+#: The Data Docs pages waiting for one build, per docs folder (inside `data_docs_once`).
+_PENDING_DOCS: ContextVar[dict | None] = ContextVar("pending_docs", default=None)
+
+
 class ExpectationError(ProbcepError, ValueError):
     """Rows that break their table's expectations."""
+
+
+@contextmanager
+def data_docs_once():
+    """Validations inside store their results at once but leave the Data Docs pages to
+    one build on the way out (also when a validation failed)."""
+    pending: dict = {}
+    token = _PENDING_DOCS.set(pending)
+    try:
+        yield
+    finally:
+        _PENDING_DOCS.reset(token)
+        for docs_dir, keys in pending.items():
+            gx_context(docs_dir).build_data_docs(resource_identifiers=keys)
 
 
 def suite_spec(name: str) -> dict:
@@ -45,6 +71,19 @@ def expand(spec: dict, symbols) -> list[dict]:
         else:
             out.append(json.loads(text.replace("{row_sum}", row_sum)))
     return out
+
+
+def with_derived(frame, spec: dict, symbols):
+    """`frame` with the suite's derived columns added (Spark or pandas)."""
+    derived = {name: expr.replace("{row_sum}", " + ".join(f"`{s}`" for s in symbols))
+               for name, expr in spec.get("derived_columns", {}).items()}
+    if not derived:
+        return frame
+    if hasattr(frame, "sparkSession"):
+        from pyspark.sql import functions as F
+
+        return frame.withColumns({name: F.expr(e) for name, e in derived.items()})
+    return frame.assign(**{name: frame.eval(e) for name, e in derived.items()})
 
 
 def gx_context(docs_dir=None):
@@ -88,6 +127,7 @@ def validate(frame, suite: str, symbols=(), docs_dir=None, *, day: str | None = 
     gx_suite = context.suites.add_or_update(gx.ExpectationSuite(
         name=spec["name"],
         expectations=[ExpectationConfiguration(**e) for e in expand(spec, symbols)]))
+    frame = with_derived(frame, spec, symbols)
     if hasattr(frame, "sparkSession"):
         # persist=False: GX would otherwise cache every validated frame for the rest of
         # the session (a backfill piles them up, and a re-ingested file would be read
@@ -112,7 +152,11 @@ def validate(frame, suite: str, symbols=(), docs_dir=None, *, day: str | None = 
     _name_batch(result, table_name(spec["name"]), day, run_id)
     if docs_dir is not None:
         key = _store_again(context, result, spec["name"], run)
-        context.build_data_docs(resource_identifiers=[key])  # this page and the index
+        pending = _PENDING_DOCS.get()
+        if pending is None:
+            context.build_data_docs(resource_identifiers=[key])  # this page and the index
+        else:
+            pending.setdefault(str(docs_dir), []).append(key)
     if not result.success:
         raise ExpectationError(report(result, spec["name"]))
     return result
@@ -149,9 +193,9 @@ def report(result, suite: str) -> str:
             continue
         config = r.expectation_config
         kwargs = {k: v for k, v in config.kwargs.items() if k != "batch_id"}
-        if config.description:  # the SQL checks: say what they check and how many rows
-            lines.append(f"  - {config.description}: {r.result.get('observed_value')} "
-                         f"rows break it")
+        if config.description:  # say what they check and how many rows break it
+            count = r.result.get("unexpected_count", r.result.get("observed_value"))
+            lines.append(f"  - {config.description}: {count} rows break it")
             continue
         sample = r.result.get("partial_unexpected_list", [])[:3]
         lines.append(f"  - {config.type} {kwargs}: {r.result.get('unexpected_count', '?')} "

@@ -52,11 +52,15 @@ def days_between(first: dt.date, last: dt.date) -> list[dt.date]:
 
 
 def run_days(ctx: RunContext, first: dt.date, last: dt.date) -> list[DayReport]:
-    """A backfill: every day from first to last, in order, each under its own run id."""
+    """A backfill: every day from first to last, in order, each under its own run id;
+    the Data Docs pages of its validations are built once, at its end."""
     from tqdm import tqdm
 
+    from probcep.lake.expectations import data_docs_once
+
     reports = []
-    for day in tqdm(days_between(first, last), desc="days", unit="day", leave=False):
-        reports.append(run_day(ctx.for_day(day), day))
-        ctx.echo(reports[-1].line())
+    with data_docs_once():
+        for day in tqdm(days_between(first, last), desc="days", unit="day", leave=False):
+            reports.append(run_day(ctx.for_day(day), day))
+            ctx.echo(reports[-1].line())
     return reports
