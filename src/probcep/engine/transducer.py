@@ -134,7 +134,7 @@ def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, val
     the first transition not in the table (pos says where; returns nvec, accepted) and
     sets pos[0] = len(los) when done.
     """
-    n_sym = rows.shape[1]
+    quiet = silence.reshape((1, silence.shape[0]))
     g0 = pos[0]
     for g in range(g0, los.shape[0]):
         if g != g0:
@@ -152,26 +152,9 @@ def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, val
                     pos[0], pos[1], pos[2] = g, cur, i
                     return nvec, accepted
             before = accepted
-            m = 0
-            for k in range(nvec):
-                src = ids[k]
-                v = vals[k]
-                for a in range(n_sym):
-                    pa = rows[i, a] if stored else silence[a]
-                    if pa <= 0.0:
-                        continue
-                    dst = table[src, a, MODE_T]
-                    if dst == ACCEPT:
-                        accepted += v * pa
-                        continue
-                    j = mark[dst]
-                    if j < 0:
-                        mark[dst] = m
-                        out_ids[m] = dst
-                        out_vals[m] = v * pa
-                        m += 1
-                    else:
-                        out_vals[j] += v * pa
+            row, r = (rows, i) if stored else (quiet, 0)
+            m, accepted = _sparse_step(table, row, r, MODE_T, ids, vals, nvec, out_ids,
+                                       out_vals, mark, False, out_vals, accepted)
             same = not stored and m == nvec and accepted == before
             if same:
                 for k in range(nvec):
