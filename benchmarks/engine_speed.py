@@ -130,6 +130,7 @@ def main() -> None:
         print("timesteps/s, wall (CPU); the ratio is group / engine, wall (CPU)\n")
         print("| policy | side | engine | group | group / engine | same bytes |")
         print("| --- | --- | --- | --- | --- | --- |")
+        summary = []
         for policy in ("single", "complete"):
             rates = {}
             for name, pkg in sides.items():
@@ -142,6 +143,8 @@ def main() -> None:
                 print(f"| {policy} | {name} | {fmt(e)} | {fmt(g)} | {g[0] / e[0]:.2f} "
                       f"({g[1] / e[1]:.2f}) | {same} |", flush=True)
             (e1, g1), (e0, g0) = rates["new"], rates["baseline"]
+            summary.append((f"group / engine, {policy} (>= 0.8)", g1[0] / e1[0], g1[1] / e1[1],
+                            0.8, True))
             print(f"| {policy} | new / baseline | {e1[0] / e0[0]:.2f} | {g1[0] / g0[0]:.2f} "
                   "| | |", flush=True)
 
@@ -154,6 +157,11 @@ def main() -> None:
             new0 = engine_rate(probcep, "complete", 0.0, w, probs0, args.repeat)
             base0 = engine_rate(base, "complete", 0.0, w, probs0, 1)
             new1 = engine_rate(probcep, "complete", 0.01, w, probs, args.repeat)
+            summary.append((f"theta=0.01 / theta=0, complete, w = {w} (<= 3)", new1[0] / new0[0],
+                            new1[1] / new0[1], 3.0, False))
+            if w == 50:
+                summary.append(("theta=0 complete w = 50, timesteps/s (>= 1M)", new0[0],
+                                new0[1], 1e6, True))
             print(f"| {w} | {fmt(new0)} | {fmt(base0)} | {new0[0] / base0[0]:.1f} | "
                   f"{fmt(new1)} | {new1[0] / new0[0]:.2f} ({new1[1] / new0[1]:.2f}) |",
                   flush=True)
@@ -166,9 +174,16 @@ def main() -> None:
             for w in args.windows:
                 new = engine_rate(probcep, policy, 0.01, w, probs, args.repeat)
                 old = engine_rate(base, policy, 0.01, w, probs, args.repeat)
+                summary.append((f"engine {policy} w = {w}, timesteps/s (>= 5M)", new[0],
+                                new[1], 5e6, True))
                 print(f"| {policy} | {w} | {fmt(new)} | {fmt(old)} | {new[0] / old[0]:.2f} |",
                       flush=True)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    print("\n## Targets, wall (CPU)\n")
+    for what, wall, cpu, bound, at_least in summary:
+        met = [(x >= bound) if at_least else (x <= bound) for x in (wall, cpu)]
+        print(f"- {what}: {wall:,.2f} ({cpu:,.2f}): "
+              f"{'met' if met[0] else 'NOT met'} by wall, {'met' if met[1] else 'NOT met'} by CPU")
 
 
 if __name__ == "__main__":

@@ -101,3 +101,17 @@ def test_parquet_output_holds_the_json_lines(tmp_path, capsys):
         table = pd.read_parquet(out)
         table["t_first"] = table["t_first"].astype(object).where(table["t_first"].notna(), None)
         assert lines and table.to_dict("records") == lines
+
+
+def test_many_floats_are_written_as_repr():
+    """Arrow's float formatting with `repr` where it writes differently, on floats of
+    every size a probability takes (more than hypothesis draws)."""
+    rng = np.random.default_rng(17)
+    x = np.concatenate([rng.random(4000), rng.random(4000) ** 12,
+                        10.0 ** rng.uniform(-323, 0, 4000), [0.0, 1.0, 1e-4, 5e-324]])
+    n = len(x)
+    cols = GroupColumns(np.arange(n), np.full(n, NONE), np.arange(n) + 3, x,
+                        np.ones(n, np.int64), x[::-1].copy())
+    text = "".join(chunk for sid, c in sorted_groups({"s": [cols]})
+                   for chunk in group_lines(sid, c))
+    assert text == reference_lines({"s": [cols]})

@@ -1,9 +1,9 @@
 """Output of `probcep group` and `probcep approx`, written from columns.
 
-JSON lines are formatted with one `%` template per stream instead of a dict and a
-`json.dumps` per line: the bytes are those `json.dumps` gives (keys in the same order,
-`", "` and `": "` separators, ASCII escapes, floats as `repr`), which
-tests/cli/test_output.py checks against `json.dumps` on random groups. A `.parquet`
+JSON lines are formatted column by column with Arrow's string kernels (no Python
+object per group): the bytes are those one dict and one `json.dumps` per line gives
+(keys in the same order, `", "` and `": "` separators, ASCII escapes, floats as
+`repr`), which tests/cli/test_output.py checks against `json.dumps` on random groups. A `.parquet`
 output gets the same columns as an Arrow table.
 """
 
@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
@@ -47,7 +49,7 @@ def write_groups(streams: list[tuple[str, GroupColumns]], output: Path | None) -
 
 def group_lines(stream_id: str, cols: GroupColumns):
     """The JSON lines of one stream's groups, in chunks of text."""
-    head = f'{{"stream_id": {json.dumps(stream_id)}, '
+    head = f'{{"stream_id": {json.dumps(stream_id)}, "t_start": '
     first = cols.t_first
     single = bool((first == NONE).all())
     exact = single or bool((first != NONE).all())
@@ -56,14 +58,41 @@ def group_lines(stream_id: str, cols: GroupColumns):
     if not (exact and floats_ok):  # NaN, infinity or mixed t_first: json.dumps decides
         yield "".join(_slow_line(stream_id, row) for row in _rows(cols))
         return
-    template = (head.replace("%", "%%") + '"t_start": %d, "t_first": '
-                + ("null" if single else "%d") + ', "t_end": %d, "probability": %r, '
-                '"n_matches": %d, "max_match_probability": %r}\n')
     for lo in range(0, len(cols), LINES_PER_WRITE):
         part = slice(lo, lo + LINES_PER_WRITE)
-        columns = [getattr(cols, name)[part].tolist() for name in GROUP_FIELDS
-                   if not (single and name == "t_first")]
-        yield "".join(map(template.__mod__, zip(*columns)))
+        pieces = [head, _int_text(cols.t_start[part]), ', "t_first": ',
+                  "null" if single else _int_text(first[part]), ', "t_end": ',
+                  _int_text(cols.t_end[part]), ', "probability": ',
+                  _float_text(cols.probability[part]), ', "n_matches": ',
+                  _int_text(cols.n_matches[part]), ', "max_match_probability": ',
+                  _float_text(cols.max_match_probability[part]), "}\n"]
+        yield _joined(pc.binary_join_element_wise(*pieces, ""))
+
+
+def _int_text(x: np.ndarray):
+    return pa.array(x, pa.int64()).cast(pa.string())
+
+
+def _float_text(x: np.ndarray):
+    """`repr` of each float, through Arrow's shortest round-trip formatting: the same
+    digits, but Arrow writes 1.0 as "1" and never uses an exponent, so integral values
+    and those outside [1e-4, 1e16), where `repr` switches to an exponent, are `repr`'d."""
+    text = pa.array(x, pa.float64()).cast(pa.string())
+    size = np.abs(x)
+    odd = (size < 1e-4) | (size >= 1e16) | (x == np.floor(x))
+    if odd.any():
+        text = pc.replace_with_mask(text, pa.array(odd),
+                                    pa.array([repr(v) for v in x[odd].tolist()], pa.string()))
+    return text
+
+
+def _joined(lines) -> str:
+    """The values of a string array, end to end, without a Python string per value."""
+    if not len(lines):
+        return ""
+    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:]
+    data = memoryview(lines.buffers()[2])[offsets[0]:offsets[len(lines)]]
+    return str(data, "ascii")
 
 
 def _rows(cols: GroupColumns):
@@ -78,7 +107,6 @@ def _slow_line(stream_id: str, row) -> str:
 
 
 def _write_parquet(streams: list[tuple[str, GroupColumns]], output: Path) -> None:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     def column(name, dtype):
@@ -101,7 +129,7 @@ def _write_parquet(streams: list[tuple[str, GroupColumns]], output: Path) -> Non
 
 
 def write_lines(rows: list[dict], output: Path | None) -> None:
-    """One JSON line per row (`json.dumps`), for outputs too small to need templates."""
+    """One JSON line per row (`json.dumps`), for outputs too small to need column formatting."""
     write_text([json.dumps(r) + "\n" for r in rows], output)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from probcep.errors import InputError
 
@@ -70,9 +71,7 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
         raise InputError(f"{source}: row {row}: stream_id is missing")
-    names = sorted({str(u) for u in uniques})  # ids as text, in the order of their text
-    rank = {name: i for i, name in enumerate(names)}
-    codes = np.array([rank[str(u)] for u in uniques], np.int64)[codes]
+    names, codes = _ranked(uniques, codes)
     t = pd.to_numeric(frame["t"], errors="coerce")
     bad = t.isna() | (t != np.floor(t))
     if bad.any():
@@ -85,18 +84,39 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
         raise InputError(f"{source}: stream {names[codes[i]]!r}: "
                          f"t={_plain(frame['t'].iloc[i])} is outside the 64-bit integer "
                          f"range")
-    times = t.to_numpy(np.int64)
+    columns = frame[list(domain)]
+    if all(pd.api.types.is_float_dtype(d) or pd.api.types.is_integer_dtype(d)
+           for d in columns.dtypes):
+        values = columns.to_numpy(np.float64)
+    else:
+        values = columns.apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
+    return domain, _blocks(domain, names, codes, t.to_numpy(np.int64), values, source,
+                           lambda r, c: _plain(frame[domain[c]].iloc[r]))
+
+
+def _ranked(uniques, codes: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Stream ids as text in the order of their text, and each row's rank among them."""
+    names = sorted({str(u) for u in uniques})
+    rank = {name: i for i, name in enumerate(names)}
+    return names, np.array([rank[str(u)] for u in uniques], np.int64)[codes]
+
+
+def _blocks(domain, names, codes, times, values, source, raw) -> list[StreamBlock]:
+    """Check the rows (in file order; `raw(row, column)` is a cell as read) and cut
+    them into one block per stream, streams in the order of `names`."""
     step_code, step_t = np.diff(codes), np.diff(times)
     order = None
     if not ((step_code > 0) | ((step_code == 0) & (step_t >= 0))).all():
         order = np.lexsort((times, codes))  # stable, like a sort by (stream_id, t)
         codes, times = codes[order], times[order]
-    probs = _probabilities(frame, domain, source, order, names, codes, times)
+        values = values[order]
+    _check_probabilities(values, domain, source, names, codes, times,
+                         raw if order is None else lambda r, c: raw(order[r], c))
     blocks = []
-    if not len(frame):
-        return domain, blocks
+    if not len(values):
+        return blocks
     bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(frame)]):
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(values)]):
         sid, ts = names[codes[lo]], times[lo:hi]
         step = np.diff(ts)
         if (step == 0).any():
@@ -106,27 +126,17 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
             k = int(np.flatnonzero(step != 1)[0])
             raise InputError(f"{source}: stream {sid!r}: gap in t after t={ts[k]} "
                              f"(next is t={ts[k + 1]})")
-        blocks.append(StreamBlock(sid, int(ts[0]), probs[lo:hi]))
-    return domain, blocks
+        blocks.append(StreamBlock(sid, int(ts[0]), values[lo:hi]))
+    return blocks
 
 
-def _probabilities(frame: pd.DataFrame, domain, source: str, order, names, codes,
-                   times) -> np.ndarray:
-    columns = frame[list(domain)]
-    if all(pd.api.types.is_float_dtype(d) or pd.api.types.is_integer_dtype(d)
-           for d in columns.dtypes):
-        values = columns.to_numpy(np.float64)
-    else:
-        values = columns.apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
-    if order is not None:
-        values = values[order]
+def _check_probabilities(values, domain, source, names, codes, times, raw) -> None:
+    if _plausible(values, SUM_TOLERANCE):  # one compiled pass; NumPy finds what is wrong
+        return
 
     def where(mask, what):
         r, c = np.argwhere(mask)[0]
         return f"{source}: stream {names[codes[r]]!r}, t={times[r]}: {what(r, c)}"
-
-    def raw(r, c):
-        return _plain(frame[domain[c]].iloc[r if order is None else order[r]])
 
     if np.isnan(values).any():
         raise InputError(where(np.isnan(values),
@@ -141,7 +151,22 @@ def _probabilities(frame: pd.DataFrame, domain, source: str, order, names, codes
     if off.any():
         raise InputError(where(off[:, None] & np.ones_like(values, bool),
                                lambda r, c: f"probabilities sum to {float(sums[r])!r}, not 1"))
-    return values
+
+
+@njit(cache=True, nogil=True)
+def _plausible(values, tolerance):
+    """True if every row is in [0, 1] and sums to 1 clearly within `tolerance`; rows
+    near the bound are left to the NumPy check, whose summation order decides."""
+    for r in range(values.shape[0]):
+        total = 0.0
+        for c in range(values.shape[1]):
+            v = values[r, c]
+            if not (0.0 <= v <= 1.0):  # also NaN
+                return False
+            total += v
+        if abs(total - 1.0) > 0.5 * tolerance:
+            return False
+    return True
 
 
 def outside_int64(t: pd.Series) -> pd.Series:
@@ -162,4 +187,48 @@ def _plain(value):
 
 def read_blocks(path: str | Path):
     """Read and validate a stream file: (domain, blocks sorted by stream_id)."""
+    path = Path(path)
+    if path.suffix.lower() == ".parquet" and path.exists():
+        found = _parquet_blocks(path)
+        if found is not None:
+            return found
     return blocks_from_frame(read_table(path), source=str(path))
+
+
+def _parquet_blocks(path: Path):
+    """A Parquet file of the plain kind (string ids, integer times, numeric symbols, no
+    nulls) read straight from Arrow into the engine's arrays, without pandas; None for
+    any other file, which `blocks_from_frame` then reads and reports on."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+        index = (schema.pandas_metadata or {}).get("index_columns", [])
+        if any(isinstance(i, str) for i in index) or not all(
+                name in schema.names for name in KEY_COLUMNS):
+            return None  # a stored pandas index (pandas makes it no column) or no keys
+        string = pa.types.is_string(schema.field("stream_id").type)
+        domain = tuple(name for name in schema.names if name not in KEY_COLUMNS)
+        plain = (string and pa.types.is_signed_integer(schema.field("t").type) and domain
+                 and all(pa.types.is_floating(schema.field(n).type)
+                         or pa.types.is_integer(schema.field(n).type) for n in domain))
+        if not plain:
+            return None
+        table = pq.read_table(path, read_dictionary=["stream_id"]).unify_dictionaries()
+    except (ValueError, OSError):
+        return None  # read_table says what is wrong
+    if any(table[n].null_count for n in (*KEY_COLUMNS, *domain)):
+        return None
+    ids = table["stream_id"]
+    chunks = ids.chunks
+    codes = (np.concatenate([c.indices.to_numpy().astype(np.int64) for c in chunks])
+             if chunks else np.zeros(0, np.int64))
+    uniques = chunks[0].dictionary.to_pylist() if chunks else []
+    names, codes = _ranked(uniques, codes)
+    times = table["t"].to_numpy().astype(np.int64, copy=False)
+    values = np.empty((len(table), len(domain)))
+    for c, name in enumerate(domain):
+        values[:, c] = table[name].to_numpy()
+    return domain, _blocks(domain, names, codes, times, values, str(path),
+                           lambda r, c: float(values[r, c]))

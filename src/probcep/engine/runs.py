@@ -129,18 +129,24 @@ class RunTracker:
         self.m = np.zeros(64, np.float64)
         self.n = 0
         self.events_per_row = 4  # grows to what the stream needs (θ = 0: about w)
+        #: Event buffers kept from block to block: fresh ones of this size (θ = 0: w
+        #: events per row) cost more in page faults than the loop that fills them.
+        self._ev = (np.empty(0, np.int64),) * 3 + (np.empty(0, np.float64),)
 
     def min_start(self) -> int | None:
         """Smallest start among live runs: no future match starts before it."""
         return int(self.s[0]) if self.n else None
 
     def advance(self, t0: int, probs: np.ndarray):
-        """Feed rows for times t0, t0+1, ...; returns match events (t, s, count, max)."""
+        """Feed rows for times t0, t0+1, ...; returns match events (t, s, count, max),
+        views of buffers that the next call overwrites."""
         dfa = self.dfa
         n_sym = probs.shape[1]
         cap_ev = max(64, self.events_per_row * len(probs))
-        ev = (np.empty(cap_ev, np.int64), np.empty(cap_ev, np.int64),
-              np.empty(cap_ev, np.int64), np.empty(cap_ev, np.float64))
+        ev = self._ev
+        if len(ev[0]) < cap_ev:
+            ev = (np.empty(cap_ev, np.int64), np.empty(cap_ev, np.int64),
+                  np.empty(cap_ev, np.int64), np.empty(cap_ev, np.float64))
         n_ev = 0
         slot = np.full(dfa.n_states, -1, np.int64)
         touched = np.empty(dfa.n_states, np.int64)
@@ -162,6 +168,7 @@ class RunTracker:
                 ev = tuple(_grown(a, 2 * (n_ev + need), n_ev) for a in ev)
         if n_ev > cap_ev:  # the next block starts with buffers of the size this one needed
             self.events_per_row = -(-n_ev // len(probs)) + 1
+        self._ev = ev
         return tuple(a[:n_ev] for a in ev)
 
     def _grow(self, size: int):

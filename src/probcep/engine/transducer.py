@@ -40,6 +40,52 @@ COVER_BLOCK = 8
 DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals, mark, split,
+                 out_free, accepted):
+    """One row of the sparse forward product: the vector (ids, vals) times row r's
+    transitions in `mode`, into (out_ids, out_vals); returns (size, `accepted` plus the
+    mass absorbed, added one transition at a time).
+
+    With `split` (mode A only), mass whose mode-T transition accepts is also counted as
+    accepted, and out_free gets the rest: the mode-T step of the same row comes free,
+    since mode T goes where mode A goes unless it accepts. `mark` is -1 for every
+    composite on entry; the caller resets the entries this sets."""
+    n_sym = rows.shape[1]
+    m = 0
+    for i in range(nvec):
+        src = ids[i]
+        v = vals[i]
+        for a in range(n_sym):
+            pa = rows[r, a]
+            if pa <= 0.0:
+                continue
+            x = v * pa
+            dst = table[src, a, mode]
+            if dst == ACCEPT:
+                accepted += x
+                continue
+            if dst == EMPTY and mode == MODE_B:
+                continue  # no run left and none may start: never accepts
+            free = x
+            if split and table[src, a, MODE_T] == ACCEPT:
+                accepted += x
+                free = 0.0
+            k = mark[dst]
+            if k < 0:
+                mark[dst] = m
+                out_ids[m] = dst
+                out_vals[m] = x
+                if split:
+                    out_free[m] = free
+                m += 1
+            else:
+                out_vals[k] += x
+                if split:
+                    out_free[k] += free
+    return m, accepted
+
+
 @njit(cache=True, nogil=True)
 def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accepted,
              out_ids, out_vals, mark):
@@ -49,7 +95,6 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
     Resumes group g0 at row r0 with the given vector. Stops at the first transition not
     in the table and returns (group, row, nvec, accepted); done when group == len(los).
     """
-    n_sym = rows.shape[1]
     for g in range(g0, los.shape[0]):
         if g != g0:
             r0 = los[g]
@@ -65,28 +110,8 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
             for i in range(nvec):  # `build` fills a state's row for all symbols at once
                 if table[ids[i], 0, mode] == UNKNOWN:
                     return g, r, nvec, accepted
-            m = 0
-            for i in range(nvec):
-                src = ids[i]
-                v = vals[i]
-                for a in range(n_sym):
-                    pa = rows[r, a]
-                    if pa <= 0.0:
-                        continue
-                    dst = table[src, a, mode]
-                    if dst == ACCEPT:
-                        accepted += v * pa
-                        continue
-                    if dst == EMPTY and mode == MODE_B:
-                        continue  # no run left and none may start: never accepts
-                    k = mark[dst]
-                    if k < 0:
-                        mark[dst] = m
-                        out_ids[m] = dst
-                        out_vals[m] = v * pa
-                        m += 1
-                    else:
-                        out_vals[k] += v * pa
+            m, accepted = _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids,
+                                       out_vals, mark, False, out_vals, accepted)
             for i in range(m):
                 mark[out_ids[i]] = -1
                 ids[i] = out_ids[i]
@@ -109,7 +134,7 @@ def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, val
     the first transition not in the table (pos says where; returns nvec, accepted) and
     sets pos[0] = len(los) when done.
     """
-    n_sym = rows.shape[1]
+    quiet = silence.reshape((1, silence.shape[0]))
     g0 = pos[0]
     for g in range(g0, los.shape[0]):
         if g != g0:
@@ -127,26 +152,9 @@ def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, val
                     pos[0], pos[1], pos[2] = g, cur, i
                     return nvec, accepted
             before = accepted
-            m = 0
-            for k in range(nvec):
-                src = ids[k]
-                v = vals[k]
-                for a in range(n_sym):
-                    pa = rows[i, a] if stored else silence[a]
-                    if pa <= 0.0:
-                        continue
-                    dst = table[src, a, MODE_T]
-                    if dst == ACCEPT:
-                        accepted += v * pa
-                        continue
-                    j = mark[dst]
-                    if j < 0:
-                        mark[dst] = m
-                        out_ids[m] = dst
-                        out_vals[m] = v * pa
-                        m += 1
-                    else:
-                        out_vals[j] += v * pa
+            row, r = (rows, i) if stored else (quiet, 0)
+            m, accepted = _sparse_step(table, row, r, MODE_T, ids, vals, nvec, out_ids,
+                                       out_vals, mark, False, out_vals, accepted)
             same = not stored and m == nvec and accepted == before
             if same:
                 for k in range(nvec):
@@ -208,7 +216,7 @@ def _row_sums(rows, lo, hi, out):
 
 @njit(cache=True, nogil=True)
 def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, beta_lo,
-                  closed, out, pos, ids, vals, out_ids, out_vals, mark):
+                  closed, out, pos, ids, vals, out_ids, out_vals, out_free, mark):
     """Complete-overlap P(g) at θ = 0 for the groups of each block, sharing one mode-A
     pass per block (see `Transducer.cover_probabilities`).
 
@@ -218,7 +226,6 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
     status: DONE, or NEED_A / NEED_T / NEED_B with the composite that needs its mode-A
     row, mode-T row or mode-B closure built (pos then says where to resume).
     """
-    n_sym = rows.shape[1]
     n_beta = beta.shape[1]
     b, g, r, nvec = pos[0], pos[1], pos[2], pos[3]
     while b < anchors.shape[0]:
@@ -229,60 +236,41 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
             nvec = 1
         while g < block_end[b]:
             f = firsts[g]
-            if r == f:
-                total = 0.0
-                for i in range(nvec):
-                    x = ids[i]
-                    v = vals[i]
-                    if table[x, 0, MODE_T] == UNKNOWN:
-                        pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
-                        return NEED_T, x
-                    for a in range(n_sym):
-                        pa = rows[f, a]
-                        if pa <= 0.0:
-                            continue
-                        d = table[x, a, MODE_T]
-                        if d == ACCEPT:
-                            total += v * pa
-                        elif d >= n_beta or not closed[d]:
+            here = r == f  # group g's t_first: its mode-T step rides on this row's step
+            for i in range(nvec):
+                x = ids[i]
+                if table[x, 0, MODE_A] == UNKNOWN:
+                    pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
+                    return NEED_A, x
+                if here and table[x, 0, MODE_T] == UNKNOWN:
+                    pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
+                    return NEED_T, x
+            m, total = _sparse_step(table, rows, r, MODE_A, ids, vals, nvec, out_ids,
+                                    out_vals, mark, here, out_free, 0.0)
+            for i in range(m):
+                mark[out_ids[i]] = -1
+            if here:
+                after = beta[f + 1 - beta_lo]
+                for i in range(m):
+                    if out_free[i] > 0.0:
+                        d = out_ids[i]
+                        if d >= n_beta or not closed[d]:
                             pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
                             return NEED_B, d
-                        else:
-                            total += v * pa * beta[f + 1 - beta_lo, d]
+                        total += out_free[i] * after[d]
                 scale = 1.0  # the mass of the group's own rows before t_first
                 for r2 in range(starts[g], f):
                     scale *= sums[r2]
                 out[g] = total * scale
                 g += 1
-                continue
-            for i in range(nvec):
-                if table[ids[i], 0, MODE_A] == UNKNOWN:
-                    pos[0], pos[1], pos[2], pos[3] = b, g, r, nvec
-                    return NEED_A, ids[i]
-            m = 0
-            for i in range(nvec):
-                src = ids[i]
-                v = vals[i]
-                for a in range(n_sym):
-                    pa = rows[r, a]
-                    if pa <= 0.0:
-                        continue
-                    dst = table[src, a, MODE_A]
-                    k = mark[dst]
-                    if k < 0:
-                        mark[dst] = m
-                        out_ids[m] = dst
-                        out_vals[m] = v * pa
-                        m += 1
-                    else:
-                        out_vals[k] += v * pa
-            total = 0.0
+                if g == block_end[b]:
+                    break  # the block's last group: no need of the next vector
+            mass = 0.0
             for i in range(m):
-                total += out_vals[i]
+                mass += out_vals[i]
             for i in range(m):
-                mark[out_ids[i]] = -1
                 ids[i] = out_ids[i]
-                vals[i] = out_vals[i] / total
+                vals[i] = out_vals[i] / mass
             if m == 1:
                 vals[0] = 1.0  # exactly: a pass that reaches one composite forgets its past
             nvec = m
@@ -459,7 +447,8 @@ class Transducer:
             mark = np.full(len(self.table), -1, np.int64)
             status, cid = _cover_blocks(self.table, rows, sums, anchors, block_end, starts,
                                         firsts, beta, beta_lo, self.b_closed, out, pos, ids,
-                                        vals, np.empty(size, np.int64), np.empty(size), mark)
+                                        vals, np.empty(size, np.int64), np.empty(size),
+                                        np.empty(size), mark)
             if status == DONE:
                 return out
             kept = ids[: pos[3]].copy(), vals[: pos[3]].copy()
