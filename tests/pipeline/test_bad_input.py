@@ -257,7 +257,7 @@ def test_a_batch_that_loses_a_row_is_not_committed(spark, tmp_path, monkeypatch)
     ctx = context(tmp_path, "lossy")
     land(tmp_path / "landing" / DAY.isoformat(), ["good.csv"])
     real = ingest.readings
-    monkeypatch.setattr(ingest, "readings", lambda good, domain: real(good, domain).where(
+    monkeypatch.setattr(ingest, "readings", lambda good, *args: real(good, *args).where(
         "ts != '2026-01-01 00:00:20'"))
     with pytest.raises(IngestError, match=r"good.csv: rows are not conserved: 2 records "
                                           r"read, 1 to bronze .* \+ 0 to quarantine"):

@@ -212,10 +212,12 @@ def _score_checks(text, where: str = ""):
             (value > MAX_SCORE, f"score above {MAX_SCORE:g}{where}")]
 
 
-def checked(records, settings: Settings, day: dt.date):
+def checked(records, settings: Settings, day: dt.date, wide_rows: bool = True):
     """Records with `reason` (null when the record is good), typed `ts_typed` and
     `score_typed` (long rows), `_value_<symbol>` (wide rows), `_total`, `renormalized`
-    and `late` (for good rows)."""
+    and `late` (for good rows). Without `wide_rows` (no record of the batch is wide)
+    the checks of wide cells are left out: they are a case per check and symbol, which
+    Spark's optimizer takes seconds to plan for nothing."""
     from pyspark.sql import functions as F
 
     domain = settings.domain
@@ -245,30 +247,38 @@ def checked(records, settings: Settings, day: dt.date):
          "unknown symbol"),
         *[(long & c, r) for c, r in _score_checks(F.col("score"))],
     ]
-    for k in range(6):  # each kind of bad score, then the next, over every column
-        for s in domain:  # (an empty cell is "" and a column the row lacks is null)
+    for k in range(6 if wide_rows else 0):  # each kind of bad score, then the next, over
+        for s in domain:  # every column (an empty cell is "" and a column the row lacks
+            # is null)
             c, r = _score_checks(F.when(cells[s] != "", cells[s]), f" in column '{s}'")[k]
             cases.append((wide & cells[s].isNotNull() & c, r))
-    cases += [
-        (wide & F.least(F.lit(True), *[c.isNull() for c in cells.values()]),
-         "wide row has no symbol column"),
-        (wide & (total == 0), "wide row sums to 0"),
-    ]
-    if settings.wide_sum == "refuse":
-        cases.append((wide & off_sum, "wide row does not sum to 1"))
-    reason = _first(cases)
-    return (records.withColumn("reason", reason)
+    if wide_rows:
+        cases += [
+            (wide & F.least(F.lit(True), *[c.isNull() for c in cells.values()]),
+             "wide row has no symbol column"),
+            (wide & (total == 0), "wide row sums to 0"),
+        ]
+        if settings.wide_sum == "refuse":
+            cases.append((wide & off_sum, "wide row does not sum to 1"))
+    good = F.col("reason").isNull()  # the column: the expression is large (a case per
+    # check and symbol), and embedding it again would make Spark's optimizer plan it thrice
+    return (records.withColumn("reason", _first(cases))
             .withColumn("ts_typed", ts).withColumn("score_typed", score)
             .withColumn("_total", total)
-            .withColumn("renormalized", wide & off_sum & reason.isNull())
-            .withColumn("late", (t < first) & reason.isNull())
+            .withColumn("renormalized", wide & off_sum & good)
+            .withColumn("late", (t < first) & good)
             .select("*", *[v.alias(f"_value_{s}") for s, v in values.items()]))
 
 
-def readings(good, domain):
+def readings(good, domain, wide_rows: bool = True):
     """Good records as long readings: a wide row gives one per symbol column it has (a
     renormalized row's values divided by its sum)."""
     from pyspark.sql import functions as F
+
+    if not wide_rows:
+        return good.select("stream_id", "sensor_id", F.col("ts_typed").alias("ts"),
+                           "symbol", F.col("score_typed").alias("score"), "source_file",
+                           "_record", "late", "renormalized")
 
     scale = F.when(F.col("renormalized"), F.col("_total")).otherwise(F.lit(1.0))
     wide_pairs = F.filter(F.array(*[
@@ -411,10 +421,12 @@ def checked_batch(spark, settings: Settings, files: list[Path], day: dt.date) ->
     bad = _unreadable_rows(spark, unreadable)
     good = None
     if records is not None:
-        rows = checked(records.where(F.col("source_file").isin(*counts)), settings, day)
+        wide = records.where(F.col("layout") == "wide").limit(1).count() > 0
+        rows = checked(records.where(F.col("source_file").isin(*counts)), settings, day,
+                       wide)
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
             .unionByName(bad)
-        good = readings(rows.where(F.col("reason").isNull()), domain)
+        good = readings(rows.where(F.col("reason").isNull()), domain, wide)
     bad = bad.select(*RAW_COLUMNS, "reason", "source_file", *stamp, "raw")
     taken = _taken(good) if good is not None else Taken({}, 0, 0, 0)
     good = (good if good is not None else spark.createDataFrame(
