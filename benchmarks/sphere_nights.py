@@ -1,17 +1,18 @@
-"""Six nights of the SPHERE house (examples/sphere/): this code's sparse silver against the
-dense silver of an earlier commit, on the same landing files, same machine, one run.
+"""Nights of the SPHERE house (examples/sphere/): this code against an earlier commit (dense
+silver, a day at a time), on the same landing files, same machine, one run.
 
-    .venv/bin/python benchmarks/sphere_nights.py OUT_DIR --baseline REV
-    .venv/bin/python benchmarks/sphere_nights.py OUT_DIR --per-day
+    .venv/bin/python benchmarks/sphere_nights.py OUT_DIR [--baseline REV]
+    .venv/bin/python benchmarks/sphere_nights.py OUT_DIR --per-day   # this code alone
 
 OUT_DIR is what `examples/sphere/convert.py RAW_DIR OUT_DIR` wrote. The baseline is the
-tree of REV (a commit before sparse silver, e.g. b518a6d), checked out into a temporary
-git worktree and run with this environment's packages; both sides run `probcep run` over
-the six days in a fresh process with a fresh lake. Prints each side's wall time and
-silver rows, the ratio, and whether both wrote the same groups (run metadata aside).
-With `--per-day`, this code alone: a backfill of the first day and one of all six, each
-in a fresh process with a fresh lake; (six − one) / 5 is what a day adds to a backfill
-beyond the fixed cost paid once (Spark's start, the registry, GX's set-up).
+tree of REV (default b518a6d, the last commit before sparse silver), checked out into a
+temporary git worktree and run with this environment's packages. Each side runs `probcep
+run` over the first day alone and over all six days, each in a fresh process with a fresh
+lake, timed by the wall clock and by the CPU time of the whole process tree (the Python
+driver and Spark's JVM, sampled every 0.2 s), which a busy machine inflates far less.
+(six − one) / 5 is what a day adds to a backfill beyond the fixed cost paid once
+(Spark's start, the registry, GX's set-up). Prints both sides, the ratios, and whether
+both wrote the same groups (run metadata aside).
 """
 
 from __future__ import annotations
@@ -22,26 +23,55 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DAYS = ("2026-05-01", "2026-05-06")
 
 
+@dataclass(frozen=True)
+class Timed:
+    wall: float
+    cpu: float
+
+
 def night_run(src: Path, settings: Path, landing: Path, lake: Path,
-              days: tuple[str, str] = DAYS) -> float:
-    """`probcep run` over the days with the package at `src`; wall seconds."""
+              days: tuple[str, str] = DAYS) -> Timed:
+    """`probcep run` over the days with the package at `src`."""
+    import psutil
+
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PROBCEP_")},
            "PYTHONPATH": str(src), "PROBCEP_LANDING_DIR": str(landing),
            "PROBCEP_LAKE_ROOT": str(lake), "PYSPARK_PYTHON": sys.executable}
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "import sys; from probcep.cli import main; "
-                           "sys.exit(main(sys.argv[1:]))", "run", "--settings", str(settings),
-                           "--from", days[0], "--to", days[1], "--master", "local[2]"],
-                          env=env, capture_output=True, text=True, cwd=lake.parent)
-    if done.returncode:
-        raise SystemExit(f"{src}: probcep run failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - began
+    proc = psutil.Popen([sys.executable, "-c", "import sys; from probcep.cli import main; "
+                         "sys.exit(main(sys.argv[1:]))", "run", "--settings", str(settings),
+                         "--from", days[0], "--to", days[1], "--master", "local[2]"],
+                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                        text=True, cwd=lake.parent)
+    seen: dict[int, float] = {}  # pid -> its latest CPU seconds (a process that ends
+    while proc.poll() is None:  # keeps what it had at the last sample)
+        for p in [proc, *_children(proc)]:
+            try:
+                t = p.cpu_times()
+                seen[p.pid] = t.user + t.system + t.children_user + t.children_system
+            except psutil.Error:
+                pass
+        time.sleep(0.2)
+    wall = time.perf_counter() - began
+    if proc.returncode:
+        raise SystemExit(f"{src}: probcep run failed:\n{proc.stderr.read()[-3000:]}")
+    return Timed(wall, sum(seen.values()))
+
+
+def _children(proc):
+    import psutil
+
+    try:
+        return proc.children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 def groups(lake: Path):
@@ -60,56 +90,61 @@ def silver_rows(lake: Path) -> int:
         columns=["t"]))
 
 
+def side(src: Path, settings: Path, landing: Path, tmp: Path, name: str) -> dict:
+    """One day and six days with the package at `src`: timings, silver rows, groups."""
+    out = {}
+    for label, days in (("one", (DAYS[0], DAYS[0])), ("six", DAYS)):
+        lake = tmp / f"{name}-{label}" / "lake"
+        lake.parent.mkdir()
+        out[label] = night_run(src, settings, landing, lake, days)
+        if label == "six":
+            out["silver"], out["groups"] = silver_rows(lake), groups(lake)
+    return out
+
+
+def per_day(r: dict, what: str) -> float:
+    return (getattr(r["six"], what) - getattr(r["one"], what)) / 5
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the converter's OUT_DIR")
     parser.add_argument("--baseline", default="b518a6d",
-                        help="the commit whose dense silver to compare with")
+                        help="the commit to compare with (default: dense silver)")
     parser.add_argument("--per-day", action="store_true",
-                        help="time this code's backfill of one day and of six instead")
+                        help="this code alone: one day and six days")
     args = parser.parse_args()
     settings = ROOT / "examples" / "sphere" / "probcep.yaml"
     landing = args.out.resolve() / "landing"
-    if args.per_day:
-        per_day(settings, landing)
-        return
+    sides = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        tree = tmp / "baseline"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
-                        str(tree), args.baseline], check=True)
-        try:
-            rows = {}
-            for name, src in (("dense (baseline)", tree / "src"), ("sparse", ROOT / "src")):
-                lake = tmp / name.split()[0] / "lake"
-                lake.parent.mkdir()
-                seconds = night_run(src, settings, landing, lake)
-                rows[name] = (seconds, silver_rows(lake), groups(lake))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(tree)], check=False)
-    print("| silver | wall s (6 nights) | silver rows | groups |")
-    print("| --- | --- | --- | --- |")
-    for name, (seconds, n, g) in rows.items():
-        print(f"| {name} | {seconds:.1f} | {n:,} | {len(g)} |")
-    (dense_s, _, dense_g), (sparse_s, _, sparse_g) = rows.values()
-    print(f"\nsparse / dense wall time: {sparse_s / dense_s:.3f} "
-          f"(dense takes {dense_s / sparse_s:.1f}x as long); same groups: "
-          f"{dense_g.equals(sparse_g)}")
-
-
-def per_day(settings: Path, landing: Path) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        seconds = {}
-        for name, days in (("one day", (DAYS[0], DAYS[0])), ("six days", DAYS)):
-            lake = Path(tmp) / name.replace(" ", "-") / "lake"
-            lake.parent.mkdir()
-            seconds[name] = night_run(ROOT / "src", settings, landing, lake, days)
-    one, six = seconds["one day"], seconds["six days"]
-    print("| backfill | wall s |\n| --- | --- |")
-    print(f"| {DAYS[0]} | {one:.1f} |\n| {DAYS[0]} to {DAYS[1]} | {six:.1f} |")
-    print(f"\neach day after the first adds {(six - one) / 5:.1f} s; the fixed cost is "
-          f"about {one - (six - one) / 5:.1f} s")
+        if not args.per_day:
+            tree = tmp / "baseline"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
+                            str(tree), args.baseline], check=True)
+            try:
+                sides[f"baseline {args.baseline}"] = side(tree / "src", settings, landing,
+                                                          tmp, "baseline")
+            finally:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                str(tree)], check=False)
+        sides["this code"] = side(ROOT / "src", settings, landing, tmp, "this")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}\n")
+    print("| code | one day: wall s (CPU s) | six days: wall s (CPU s) | a day adds: wall s "
+          "(CPU s) | silver rows | groups |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, r in sides.items():
+        print(f"| {name} | {r['one'].wall:.1f} ({r['one'].cpu:.1f}) | {r['six'].wall:.1f} "
+              f"({r['six'].cpu:.1f}) | {per_day(r, 'wall'):.1f} ({per_day(r, 'cpu'):.1f}) | "
+              f"{r['silver']:,} | {len(r['groups'])} |")
+    if len(sides) == 2:
+        (_, base), (_, this) = sides.items()
+        print(f"\nsix days, baseline / this code: wall {base['six'].wall / this['six'].wall:.2f}x"
+              f", CPU {base['six'].cpu / this['six'].cpu:.2f}x; a day's added cost: wall "
+              f"{per_day(base, 'wall') / max(per_day(this, 'wall'), 1e-9):.1f}x, CPU "
+              f"{per_day(base, 'cpu') / max(per_day(this, 'cpu'), 1e-9):.1f}x; same groups: "
+              f"{base['groups'].equals(this['groups'])}")
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ class FrameSilver:
     def domain(self):
         return self.symbols
 
-    def prepare(self, ctx, day):
+    def prepare(self, ctx, days):
         pass
 
     def files(self, day):

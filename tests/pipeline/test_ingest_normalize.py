@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -205,3 +206,44 @@ def test_bronze_suite_catches_what_ingest_must_never_let_through(spark, settings
         validate(rows, BRONZE_SUITE, settings.domain)
     assert str(err.value).startswith("bronze.readings failed its expectations:")
     assert "expect_column_values_to_be_in_set" in str(err.value)
+
+
+def test_a_backfill_makes_silver_in_one_pass_as_nights_and_a_renormalize_would(
+        spark, settings, tmp_path, monkeypatch):
+    """A backfill's days are ingested and normalized together (one validation per step,
+    whatever the number of days): its bronze, quarantine and silver are the nights' one
+    by one, a silent day included, except that a late reading landed in a later day of
+    the range is in its own day at once, as normalizing that day again puts it."""
+    import probcep.lake.expectations as expectations
+
+    landing = generate_landing(tmp_path / "landing", days=3, streams=3)
+    shutil.rmtree(landing / "2026-01-02")  # a day without data: silence
+    pd.DataFrame({"stream_id": ["person-1"], "sensor_id": ["late"],
+                  "ts": ["2026-01-01T12:00:30"], "symbol": ["Room"], "score": ["5"]}
+                 ).to_csv(landing / "2026-01-03" / "late.csv", index=False)
+    days = [DAY + dt.timedelta(k) for k in range(4)]
+
+    nights = dataclasses.replace(settings, landing_dir=landing, lake_root=tmp_path / "n")
+    for day in days:
+        LakeSilver(nights).prepare(run(nights), [day])
+    normalize_day(run(nights), DAY)  # day 1 again, now with the late reading
+
+    suites = []
+    real = expectations.validate
+    monkeypatch.setattr(expectations, "validate",
+                        lambda frame, suite, *a, **k: suites.append(suite) or
+                        real(frame, suite, *a, **k))
+    backfill = dataclasses.replace(nights, lake_root=tmp_path / "b")
+    LakeSilver(backfill).prepare(run(backfill), days)
+    assert suites == [BRONZE_SUITE, SILVER_SUITE]
+
+    def rows(s, t, drop=("ingest_time",)):
+        frame = table(s, t).drop(columns=list(drop), errors="ignore")
+        return frame.sort_values(list(frame.columns)).reset_index(drop=True)
+
+    for t in (BRONZE, QUARANTINE, SILVER):
+        pd.testing.assert_frame_equal(rows(nights, t), rows(backfill, t))
+    silver = rows(backfill, SILVER)
+    assert not (silver.date == dt.date(2026, 1, 2)).any()
+    late_t = settings.clock.timestep(dt.datetime(2026, 1, 1, 12, 0, 30))
+    assert silver[(silver.stream_id == "person-1") & (silver.t == late_t)].Room.iloc[0] > 0.5

@@ -51,6 +51,7 @@ class Settings:
     target_file_mb: float
     missing_day: str = "silence"
     wide_sum: str = "refuse"
+    backfill_days: int = 31  # days a backfill ingests and normalizes in one Spark pass
     live_checkpoint: Path | None = None  # None: <lake_root>/_live/checkpoint
     live_trigger_seconds: int = 60
     allowed_lateness_seconds: int = 120
@@ -174,6 +175,9 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     wide_sum = v.get("wide_sum", "refuse")
     if wide_sum not in WIDE_SUMS:
         fail("wide_sum", f"must be one of {WIDE_SUMS}, got {wide_sum!r}")
+    per_pass = v.get("backfill_days", 31)
+    if not isinstance(per_pass, int) or isinstance(per_pass, bool) or per_pass < 1:
+        fail("backfill_days", f"must be an integer >= 1, got {per_pass!r}")
     live = {}
     for name, default, least in (("live_trigger_seconds", 60, 1),
                                  ("allowed_lateness_seconds", 120, 0),
@@ -199,5 +203,6 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         max_quarantine_fraction=float(fraction),
         registry=where("registry") if v.get("registry") else base / "patterns.yaml",
         target_file_mb=float(file_mb), missing_day=missing, wide_sum=wide_sum,
+        backfill_days=per_pass,
         live_checkpoint=where("live_checkpoint", lake_base) if v.get("live_checkpoint")
         else None, **live)

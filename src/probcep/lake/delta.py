@@ -38,6 +38,7 @@ import shutil
 import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from probcep.lake.locks import ConcurrentWriteError, Owner
@@ -53,6 +54,8 @@ from probcep.lake.tables import (
 STAGING = "_staging"
 #: Staging folders of an earlier layout, beside the table: `_staging-<table>-<id>-<owner>`.
 LEGACY_STAGING_PREFIX = "_staging-"
+#: The partition folders of a staging folder holding many days' rows (`staged_days`).
+DAY_FOLDER = "_day"
 #: A staging folder's record of the rows' fingerprint, and of files moved out of it.
 FINGERPRINT_FILE = "_fingerprint.json"
 MOVED_FILE = "_moved.json"
@@ -165,12 +168,17 @@ def clear_dead_staging(table_path: Path) -> list[Path]:
 
 
 def _remove_uncommitted(table_path: Path, folder: Path) -> None:
-    """A dead run's files moved into the table (its `_moved.json`): removed unless a
-    commit after the version it read names its write."""
-    try:
-        moved = json.loads((folder / MOVED_FILE).read_text())
-    except (OSError, ValueError):
-        return
+    """A dead run's files moved into the table (its `_moved.json`, one per day it
+    staged): removed unless a commit after the version it read names its write."""
+    for record in [folder / MOVED_FILE, *folder.glob(f"*/{MOVED_FILE}")]:
+        try:
+            moved = json.loads(record.read_text())
+        except (OSError, ValueError):
+            continue
+        _remove_moved(table_path, moved)
+
+
+def _remove_moved(table_path: Path, moved: dict) -> None:
     from deltalake import DeltaTable
 
     if DeltaTable.is_deltatable(str(table_path)):
@@ -186,35 +194,69 @@ def _remove_uncommitted(table_path: Path, folder: Path) -> None:
 # --- the executors' write ---------------------------------------------------------------
 
 
-@contextmanager
-def staged(frame, table_path: Path, target_file_size: int | None = None):
-    """Spark's executors write `frame` as Parquet into a staging folder inside the table
-    and compute the rows' fingerprint from those files; yields the folder."""
-    schema = frame.limit(0).toArrow().schema
-    with staging_folder(table_path) as folder:
-        frame.write.options(**spark_parquet_options(schema, target_file_size)) \
-            .parquet(str(folder))
-        (folder / FINGERPRINT_FILE).write_text(json.dumps(
-            {"fingerprint": fingerprint(frame.sparkSession.read.parquet(str(folder)))}))
-        yield folder
-
-
-def fingerprint(rows) -> str:
-    """The content of a Spark DataFrame's rows, in any order, apart from run columns, as
-    16 hex digits: the row count and the sum and xor of each row's xxhash64 (null cells
-    told apart from values), computed by the executors."""
+def day_fingerprints(rows, by: str) -> dict[str, str]:
+    """The content of a Spark DataFrame's rows for each value of column `by` (as text),
+    in any order, apart from run columns and `by`, as 16 hex digits: the row count and
+    the sum and xor of each row's xxhash64 (null cells told apart from values),
+    computed by the executors in one job."""
     from pyspark.sql import functions as F
 
-    names = [c for c in rows.columns if c not in RUN_COLUMNS]
+    names = [c for c in rows.columns if c not in RUN_COLUMNS and c != by]
+    return {r[0]: _fingerprint(rows.schema, names, *r[1:]) for r in
+            rows.groupBy(F.col(by).cast("string")).agg(*_fingerprint_parts(names)).collect()}
+
+
+def _fingerprint_parts(names: list[str]):
+    from pyspark.sql import functions as F
+
     nulls = F.concat_ws("", *[F.when(F.col(f"`{c}`").isNull(), "1").otherwise("0")
                               for c in names])
     h = F.xxhash64(*[F.col(f"`{c}`") for c in names], nulls)
-    n, total, xor = rows.agg(F.count(F.lit(1)), F.sum(h.cast("decimal(38,0)")),
-                             F.bit_xor(h)).first()
+    return F.count(F.lit(1)), F.sum(h.cast("decimal(38,0)")), F.bit_xor(h)
+
+
+def _fingerprint(schema, names: list[str], n: int, total, xor) -> str:
     described = json.dumps([[f"{f.name}:{f.dataType.simpleString()}"
-                             for f in rows.schema if f.name in names],
+                             for f in schema if f.name in names],
                             n, str(total or 0), xor or 0])
     return hashlib.sha1(described.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class StagedDays:
+    """Rows of several days staged at once: one folder per day (`staged_days`)."""
+
+    schema: object  # pyarrow Schema of the rows
+    root: Path  # the staging folder
+    folders: dict  # day -> its folder in root, holding its part files and fingerprint
+
+
+@contextmanager
+def staged_days(frame, table: Table, lake, days, target_file_size: int | None = None):
+    """Spark's executors write `frame`, rows of the given days (the table's day column),
+    as Parquet into a staging folder inside the table in one job: each day's files in a
+    folder of their own with the fingerprint of its rows (`day_fingerprints`); a day
+    without rows gets an empty folder (committing it empties the day). Yields
+    `StagedDays`."""
+    from pyspark.sql import functions as F
+
+    schema = frame.limit(0).toArrow().schema
+    with staging_folder(table.path(lake)) as folder:
+        frame.withColumn(DAY_FOLDER, F.col(table.day_column).cast("string")) \
+            .write.options(**spark_parquet_options(schema, target_file_size)) \
+            .partitionBy(DAY_FOLDER).parquet(str(folder))
+        found = [p for p in folder.glob(f"{DAY_FOLDER}=*") if _parts(p)]
+        prints = day_fingerprints(frame.sparkSession.read.parquet(str(folder)),
+                                  DAY_FOLDER) if found else {}
+        folders = {}
+        for day in days:
+            sub = folder / f"{DAY_FOLDER}={day.isoformat()}"
+            sub.mkdir(exist_ok=True)
+            fp = prints.get(day.isoformat()) or _fingerprint(
+                frame.schema, [c for c in frame.columns if c not in RUN_COLUMNS], 0, 0, 0)
+            (sub / FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": fp}))
+            folders[day] = sub
+        yield StagedDays(schema, folder, folders)
 
 
 def staged_frame(spark, folder: Path):
@@ -222,19 +264,21 @@ def staged_frame(spark, folder: Path):
     most DRIVER_CHECK_ROWS (GX's Spark engine spends seconds of Spark jobs on a suite
     whatever the rows; its pandas engine checks a small day in a fraction of that), else a
     Spark DataFrame read by the executors, so the driver never holds a large day."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    parts = _parts(folder)
+    parts = _parts(folder, deep=True)
     if not parts or staged_rows(folder) > DRIVER_CHECK_ROWS:
-        return spark.read.parquet(str(folder))
-    return pq.ParquetDataset([str(p) for p in parts]).read().to_pandas()
+        return spark.read.parquet(*[str(p) for p in parts] or [str(folder)]) \
+            .drop(DAY_FOLDER)
+    return pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas()
 
 
 def staged_rows(folder: Path) -> int:
-    """Rows in a staging folder, from the Parquet footers."""
+    """Rows in a staging folder (and its days' folders), from the Parquet footers."""
     import pyarrow.parquet as pq
 
-    return sum(pq.read_metadata(p).num_rows for p in _parts(folder))
+    return sum(pq.read_metadata(p).num_rows for p in _parts(folder, deep=True))
 
 
 # --- the driver's commit -------------------------------------------------------------
@@ -388,26 +432,43 @@ def _stat(value, t, up: bool):
     return value
 
 
-def replace_day(frame, table: Table, lake, day: dt.date, metadata: dict,
-                target_file_size: int | None = None, check=None) -> int:
-    """Replace the day's partition of a large table by a Spark DataFrame's rows, written
-    by the executors and committed from staging, holding the day's slice lock from
-    staging through commit; returns the row count. Unchanged rows commit nothing.
+def replace_days(frame, table: Table, lake, days, metadata, target_file_size=None,
+                 check=None, count: str | None = None) -> dict:
+    """Replace each day's partition of a large table by a Spark DataFrame's rows of that
+    day, written by the executors in one job and committed from staging a day at a
+    time, holding the days' slice locks from staging through commit; returns per day
+    (rows, distinct values of column `count`). Unchanged days commit nothing;
+    `metadata(day)` is a day's commit metadata.
 
-    `check(staged)`, given the staged rows (`staged_frame`: pandas when few, else Spark),
-    runs before the commit:
-    when it raises, nothing is committed and the table stays as it was."""
-    schema = frame.limit(0).toArrow().schema
-    with table.lock(lake, day), staged(frame, table.path(lake), target_file_size) as folder:
+    `check(staged)`, given all the staged rows (`staged_frame`: pandas when few, else
+    Spark), runs before any commit: when it raises, nothing is committed and the table
+    stays as it was."""
+    from contextlib import ExitStack
+
+    from pyspark.sql import functions as F
+
+    with ExitStack() as held:
+        for day in days:
+            held.enter_context(table.lock(lake, day))
+        rows = held.enter_context(staged_days(frame, table, lake, days, target_file_size))
+        spark = frame.sparkSession
         if check is not None:
-            check(staged_frame(frame.sparkSession, folder))
-        rows = staged_rows(folder)
-        commit_staged(folder, schema, table, lake, day, metadata)
-        return rows
+            check(staged_frame(spark, rows.root))
+        distinct = {}
+        if count is not None and _parts(rows.root, deep=True):
+            distinct = {r[0]: r[1] for r in spark.read.parquet(str(rows.root))
+                        .groupBy(F.col(DAY_FOLDER).cast("string"))
+                        .agg(F.countDistinct(count)).collect()}
+        out = {}
+        for day in days:
+            out[day] = (staged_rows(rows.folders[day]), distinct.get(day.isoformat(), 0))
+            commit_staged(rows.folders[day], rows.schema, table, lake, day, metadata(day))
+        return out
 
 
-def _parts(folder: Path) -> list[Path]:
-    return sorted(folder.glob("part-*.parquet"))
+def _parts(folder: Path, deep: bool = False) -> list[Path]:
+    """A staging folder's part files (with `deep`, its days' folders' too)."""
+    return sorted(folder.glob(f"{'**/' if deep else ''}part-*.parquet"))
 
 
 def _footer(path: Path):

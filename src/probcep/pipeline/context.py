@@ -31,8 +31,8 @@ class SilverSource(Protocol):
     def domain(self) -> tuple[str, ...]:
         """The probability columns, in order: the engine's domain."""
 
-    def prepare(self, ctx: RunContext, day: dt.date) -> None:
-        """Make the day's silver (ingest and normalize), or nothing when it exists."""
+    def prepare(self, ctx: RunContext, days: Sequence[dt.date]) -> None:
+        """Make the days' silver (ingest and normalize), or nothing when it exists."""
 
     def files(self, day: dt.date) -> list[str]:
         """The day's silver as Parquet files (stream_id, t, the domain's columns)."""
@@ -63,7 +63,7 @@ class DistributionFiles:
         return tuple(n for n in pq.read_schema(found[0]).names
                      if n not in ("stream_id", "t", "ts"))
 
-    def prepare(self, ctx: RunContext, day: dt.date) -> None:
+    def prepare(self, ctx: RunContext, days: Sequence[dt.date]) -> None:
         pass
 
     def files(self, day: dt.date) -> list[str]:
@@ -88,14 +88,17 @@ class LakeSilver:
     def domain(self) -> tuple[str, ...]:
         return self.settings.silver_domain
 
-    def prepare(self, ctx: RunContext, day: dt.date) -> None:
-        """Ingest and normalize the day; silver is validated before it is committed."""
-        from probcep.pipeline.ingest import ingest_day
-        from probcep.pipeline.normalize import normalize_day
+    def prepare(self, ctx: RunContext, days: Sequence[dt.date]) -> None:
+        """Ingest and normalize the days, each step in one Spark pass over them all;
+        silver is validated before it is committed."""
+        from probcep.pipeline.ingest import ingest_days
+        from probcep.pipeline.normalize import normalize_days
 
-        ctx.echo(ingest_day(ctx, day).line())
-        made = normalize_day(ctx, day)
-        ctx.echo(f"{day}: silver {made.rows} rows over {made.streams} streams (validated)")
+        for report in ingest_days(ctx, list(days)):
+            ctx.echo(report.line())
+        for made in normalize_days(ctx, list(days)):
+            ctx.echo(f"{made.day}: silver {made.rows} rows over {made.streams} streams "
+                     f"(validated)")
 
     def files(self, day: dt.date) -> list[str]:
         """The day's silver files (the Delta snapshot's files of the day's partition);

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
-from probcep.lake.delta import commit_staged, staged
+from probcep.lake.delta import commit_staged, staged_days
 from probcep.lake.tables import BRONZE, QUARANTINE, RAW_COLUMNS
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.landing import (
@@ -126,9 +126,11 @@ def landing_files(settings: Settings, day: dt.date) -> list[Path]:
     return files
 
 
-def read_records(spark, files: list[Path], domain):
-    """The records of the day's files, cached, with the number each file holds and the
-    files that cannot be read (each `Unreadable`).
+def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
+    """The records of the files (each of its batch day: `day_of`), cached, with the
+    number each file holds and the files that cannot be read (each `Unreadable`). Every
+    record carries its batch day (`batch_date`) and that day's timesteps [`_first`,
+    `_stop`), so the days of a backfill are checked in one pass.
 
     Reading a file's header or footer finds most broken files; a file that breaks
     only when Spark reads it further is set aside by the Spark error naming it, and the
@@ -139,14 +141,15 @@ def read_records(spark, files: list[Path], domain):
     unreadable: dict[Path, Unreadable] = {}
     while True:
         opened = []
-        for path in files:
+        for path in day_of:
             if path not in unreadable:
-                got = read_file(spark, path, domain)
+                got = read_file(spark, path, settings.domain)
                 if isinstance(got, Unreadable):
                     unreadable[path] = got
                 else:
                     opened.append(got)
-        frames = [o.records for o in opened if o.records is not None]
+        frames = [_of_day(o.records, day_of[o.path], settings) for o in opened
+                  if o.records is not None]
         if not frames:
             return None, {str(o.path): 0 for o in opened}, unreadable
         records = frames[0]
@@ -166,6 +169,16 @@ def read_records(spark, files: list[Path], domain):
             unreadable[found.path] = found
             continue
         return records, _counted(opened, counts, unreadable), unreadable
+
+
+def _of_day(records, day: dt.date, settings: Settings):
+    """A file's records stamped with its batch day and that day's timestep range."""
+    from pyspark.sql import functions as F
+
+    first, stop = settings.clock.day_range(day)
+    return records.select("*", F.lit(day).cast("date").alias("batch_date"),
+                          F.lit(first).cast("long").alias("_first"),
+                          F.lit(stop).cast("long").alias("_stop"))
 
 
 def _counted(opened: list[Opened], counts: dict, unreadable: dict) -> dict[str, int]:
@@ -212,16 +225,17 @@ def _score_checks(text, where: str = ""):
             (value > MAX_SCORE, f"score above {MAX_SCORE:g}{where}")]
 
 
-def checked(records, settings: Settings, day: dt.date, wide_rows: bool = True):
+def checked(records, settings: Settings, wide_rows: bool = True):
     """Records with `reason` (null when the record is good), typed `ts_typed` and
     `score_typed` (long rows), `_value_<symbol>` (wide rows), `_total`, `renormalized`
-    and `late` (for good rows). Without `wide_rows` (no record of the batch is wide)
+    and `late` (for good rows), each against its own batch day (`_first`, `_stop`:
+    `read_records`). Without `wide_rows` (no record of the batch is wide)
     the checks of wide cells are left out: they are a case per check and symbol, which
     Spark's optimizer takes seconds to plan for nothing."""
     from pyspark.sql import functions as F
 
     domain = settings.domain
-    first, stop = settings.clock.day_range(day)
+    first, stop = F.col("_first"), F.col("_stop")
     clock = settings.clock
     ts = F.try_to_timestamp(F.col("ts"))
     t = F.floor((F.unix_micros(ts) - F.lit(clock.epoch_micros)) / F.lit(clock.step_micros))
@@ -277,8 +291,8 @@ def readings(good, domain, wide_rows: bool = True):
 
     if not wide_rows:
         return good.select("stream_id", "sensor_id", F.col("ts_typed").alias("ts"),
-                           "symbol", F.col("score_typed").alias("score"), "source_file",
-                           "_record", "late", "renormalized")
+                           "symbol", F.col("score_typed").alias("score"), "batch_date",
+                           "source_file", "_record", "late", "renormalized")
 
     scale = F.when(F.col("renormalized"), F.col("_total")).otherwise(F.lit(1.0))
     wide_pairs = F.filter(F.array(*[
@@ -290,7 +304,7 @@ def readings(good, domain, wide_rows: bool = True):
     return (good.withColumn("_p", F.explode(pairs))
             .select("stream_id", "sensor_id", F.col("ts_typed").alias("ts"),
                     F.col("_p.symbol").alias("symbol"), F.col("_p.score").alias("score"),
-                    "source_file", "_record", "late", "renormalized"))
+                    "batch_date", "source_file", "_record", "late", "renormalized"))
 
 
 def quarantine_rows(bad, domain):
@@ -309,18 +323,19 @@ def quarantine_rows(bad, domain):
         "extra", F.create_map().cast("map<string,string>"))), lambda k, v: v.isNotNull())
     raw = F.coalesce("raw", F.when((F.col("layout") == "wide") | F.col("extra").isNotNull(),
                                    F.to_json(every)))
-    return bad.select(*RAW_COLUMNS, "reason", "source_file", raw.alias("raw"))
+    return bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", raw.alias("raw"))
 
 
-def _unreadable_rows(spark, unreadable: dict):
+def _unreadable_rows(spark, unreadable: dict, day_of: dict):
     """One quarantine row per file that could not be read."""
-    rows = [(f"unreadable file: {u.why}", str(u.path), u.detail or None)
-            for u in unreadable.values()]
-    frame = spark.createDataFrame(rows, "reason string, source_file string, raw string")
     from pyspark.sql import functions as F
 
+    rows = [(f"unreadable file: {u.why}", str(u.path), day_of[p], u.detail or None)
+            for p, u in unreadable.items()]
+    frame = spark.createDataFrame(
+        rows, "reason string, source_file string, batch_date date, raw string")
     return frame.select(*[F.lit(None).cast("string").alias(c) for c in RAW_COLUMNS],
-                        "reason", "source_file", "raw")
+                        "reason", "source_file", "batch_date", "raw")
 
 
 def _staged_counts(folder: Path, by: str) -> dict[str, int]:
@@ -338,28 +353,32 @@ def _staged_counts(folder: Path, by: str) -> dict[str, int]:
 @dataclass(frozen=True)
 class Taken:
     """What the good records of a batch gave, as checked: per file (readings, distinct
-    records), and the counts the report notes."""
+    records, late readings, renormalized records), and per batch day the readings that
+    repeat another exactly."""
 
-    per_file: dict[str, tuple[int, int]]
-    late: int
-    renormalized: int
-    duplicates: int
+    per_file: dict[str, tuple[int, int, int, int]]
+    duplicates: dict[dt.date, int]
+
+    def of(self, files) -> tuple[int, int]:
+        """(late readings, renormalized records) of these files."""
+        got = [self.per_file.get(str(f), (0, 0, 0, 0)) for f in files]
+        return sum(g[2] for g in got), sum(g[3] for g in got)
 
 
 def _taken(good) -> Taken:
     from pyspark.sql import functions as F
 
-    per_file, late, renormalized = {}, 0, 0
-    for r in good.groupBy("source_file").agg(
-            F.count(F.lit(1)).alias("n"), F.countDistinct("_record").alias("records"),
-            F.sum(F.col("late").cast("long")).alias("late"),
-            F.countDistinct(F.when(F.col("renormalized"), F.col("_record"))).alias("renorm"),
-    ).collect():
-        per_file[r["source_file"]] = (r["n"], r["records"])
-        late, renormalized = late + r["late"], renormalized + r["renorm"]
-    duplicates = good.groupBy("stream_id", "sensor_id", "ts", "symbol", "score").count() \
-        .where("count > 1").agg(F.sum(F.col("count") - 1)).first()[0] or 0
-    return Taken(per_file, late, renormalized, duplicates)
+    per_file = {r["source_file"]: (r["n"], r["records"], r["late"], r["renorm"])
+                for r in good.groupBy("source_file").agg(
+                    F.count(F.lit(1)).alias("n"), F.countDistinct("_record").alias("records"),
+                    F.sum(F.col("late").cast("long")).alias("late"),
+                    F.countDistinct(F.when(F.col("renormalized"), F.col("_record")))
+                    .alias("renorm")).collect()}
+    duplicates = {r["batch_date"]: r["extra"] for r in
+                  good.groupBy("batch_date", "stream_id", "sensor_id", "ts", "symbol", "score")
+                  .count().where("count > 1").groupBy("batch_date")
+                  .agg(F.sum(F.col("count") - 1).alias("extra")).collect()}
+    return Taken(per_file, duplicates)
 
 
 def conservation(records: dict[str, int], unreadable: dict, taken: dict,
@@ -368,13 +387,13 @@ def conservation(records: dict[str, int], unreadable: dict, taken: dict,
     records are not all accounted for, or whose staged readings differ from those
     checked.
 
-    `records`: read per readable file; `taken`: (readings, distinct records) of the
-    good rows per file, as checked; `staged_*`: rows per file in the staged files that
-    would be committed."""
+    `records`: read per readable file; `taken`: (readings, distinct records, ...) of
+    the good rows per file, as checked (`Taken.per_file`); `staged_*`: rows per file in
+    the staged files that would be committed."""
     out = []
     for path in sorted({*records, *(str(p) for p in unreadable)}):
         unread = next((u for p, u in unreadable.items() if str(p) == path), None)
-        readings, taken_records = taken.get(path, (0, 0))
+        readings, taken_records = taken.get(path, (0, 0, 0, 0))[:2]
         count = FileCount(path, 1 if unread else records[path], taken_records,
                           staged_bronze.get(path, 0), staged_quarantine.get(path, 0),
                           unread.why if unread else "")
@@ -395,7 +414,7 @@ def conservation(records: dict[str, int], unreadable: dict, taken: dict,
 @dataclass(frozen=True)
 class CheckedBatch:
     """A batch's files read and checked: bronze rows, quarantine rows (both stamped
-    with the batch's day and the ingest time), and what conservation needs."""
+    with each file's batch day and the ingest time), and what conservation needs."""
 
     good: object  # Spark DataFrame in bronze's columns
     bad: object  # Spark DataFrame in quarantine's columns
@@ -410,85 +429,132 @@ class CheckedBatch:
 
 
 def checked_batch(spark, settings: Settings, files: list[Path], day: dt.date) -> CheckedBatch:
-    """Read and check `files` as the batch of `day` (ingest's night and live mode's
-    micro-batches both come through here); call `release()` when done with the rows."""
+    """Read and check `files` as the batch of `day` (live mode's micro-batches come
+    through here); call `release()` when done with the rows."""
+    return checked_files(spark, settings, dict.fromkeys(files, day))
+
+
+def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> CheckedBatch:
+    """Read and check files, each as part of the batch of its day (`day_of`), in one
+    pass whatever the number of days; call `release()` when done with the rows."""
     from pyspark.sql import functions as F
 
     domain = settings.domain
-    records, counts, unreadable = read_records(spark, files, domain)
-    stamp = [F.lit(day).cast("date").alias("batch_date"),
-             F.current_timestamp().alias("ingest_time")]
-    bad = _unreadable_rows(spark, unreadable)
+    records, counts, unreadable = read_records(spark, day_of, settings)
+    stamp = F.current_timestamp().alias("ingest_time")
+    bad = _unreadable_rows(spark, unreadable, day_of)
     good = None
     if records is not None:
         wide = records.where(F.col("layout") == "wide").limit(1).count() > 0
-        rows = checked(records.where(F.col("source_file").isin(*counts)), settings, day,
-                       wide)
+        rows = checked(records.where(F.col("source_file").isin(*counts)), settings, wide)
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
             .unionByName(bad)
         good = readings(rows.where(F.col("reason").isNull()), domain, wide)
-    bad = bad.select(*RAW_COLUMNS, "reason", "source_file", *stamp, "raw")
-    taken = _taken(good) if good is not None else Taken({}, 0, 0, 0)
+    bad = bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", stamp, "raw")
+    taken = _taken(good) if good is not None else Taken({}, {})
     good = (good if good is not None else spark.createDataFrame(
         [], "stream_id string, sensor_id string, ts timestamp, symbol string, "
-            "score double, source_file string")) \
-        .select("stream_id", "sensor_id", "ts", "symbol", "score", *stamp,
+            "score double, batch_date date, source_file string")) \
+        .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
                 "source_file").select(*BRONZE.schema.names)
     return CheckedBatch(good, bad, taken, counts, unreadable, records)
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
-    """Check the day's landing files and replace the day in bronze and quarantine.
+    """Check the day's landing files and replace the day in bronze and quarantine."""
+    return ingest_days(ctx, [day])[0]
+
+
+def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
+    """Check the days' landing files in one Spark pass and replace each day in bronze
+    and quarantine (a backfill pays Spark's jobs and the bronze suite once, not once a
+    day); a report per day.
 
     The rows flow from Spark's executors through staged Parquet into Delta (see
-    `probcep.lake.delta`); the driver only sees counts. Nothing is committed when rows
-    are not conserved, the bronze suite fails or too much is quarantined.
+    `probcep.lake.delta`); the driver only sees counts. Every day is checked before any
+    is committed: nothing is committed when some file's rows are not conserved, the
+    bronze suite fails or a day quarantines too much. A past day with no landing files
+    is a day of silence (unless `missing_day: refuse`).
     """
+    settings = ctx.settings
+    reports: dict[dt.date, IngestReport] = {}
+    files: dict[dt.date, list[Path]] = {}
+    for day in days:
+        try:
+            files[day] = landing_files(settings, day)  # before Spark: a missing day is quick
+        except IngestError as missing:
+            reports[day] = _silence(ctx, day, missing)
+    if files:
+        reports.update(_ingest_files(ctx, files))
+    return [reports[day] for day in days]
+
+
+def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestReport:
+    """A past day without landing files: its bronze and quarantine emptied."""
+    if ctx.settings.missing_day == "refuse":
+        raise missing
+    if day >= dt.datetime.now(dt.UTC).date():  # not over yet: no silence to speak of
+        raise IngestError(f"{missing} (the day has not ended, so it is not taken as a "
+                          f"day of silence)") from None
+    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": 0}
+    for table in (BRONZE, QUARANTINE):
+        table.clear_day(ctx.lake, day, meta)
+    return IngestReport(day, 0, 0, 0, 0, {}, silent=str(missing))
+
+
+def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
+    from contextlib import ExitStack
 
     from probcep.lake.expectations import BRONZE_SUITE, validate
 
-    settings, lake = ctx.settings, ctx.lake
+    settings, lake, days = ctx.settings, ctx.lake, sorted(files)
+    batch = checked_files(ctx.spark, settings, {f: d for d in days for f in files[d]})
     try:
-        files = landing_files(settings, day)  # before Spark starts: a missing day is quick
-    except IngestError as missing:
-        if settings.missing_day == "refuse":
-            raise
-        if day >= dt.datetime.now(dt.UTC).date():  # not over yet: no silence to speak of
-            raise IngestError(f"{missing} (the day has not ended, so it is not taken as a "
-                              f"day of silence)") from None
-        meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": 0}
-        for table in (BRONZE, QUARANTINE):
-            table.clear_day(lake, day, meta)
-        return IngestReport(day, 0, 0, 0, 0, {}, silent=str(missing))
-    spark, domain = ctx.spark, settings.domain
-    batch = checked_batch(spark, settings, files, day)
-    good, bad, taken, counts, unreadable = (batch.good, batch.bad, batch.taken,
-                                            batch.counts, batch.unreadable)
-    try:
-        validate(good, BRONZE_SUITE, domain,  # before anything is written
-                 day=day.isoformat(), run_id=ctx.run_id)
-        meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": len(files)}
-        with BRONZE.lock(lake, day), QUARANTINE.lock(lake, day), \
-                staged(good, BRONZE.path(lake), settings.target_file_bytes) as good_dir, \
-                staged(bad, QUARANTINE.path(lake), settings.target_file_bytes) as bad_dir:
-            counted = conservation(counts, unreadable, taken.per_file,
-                                   _staged_counts(good_dir, "source_file"),
-                                   _staged_counts(bad_dir, "source_file"))
-            reasons = _staged_counts(bad_dir, "reason")
-            report = IngestReport(
-                day, len(files), sum(c.records for c in counted),
-                sum(c.bronze for c in counted), sum(c.quarantined for c in counted),
-                reasons, per_file=counted, late=taken.late, duplicates=taken.duplicates,
-                renormalized=taken.renormalized, aggregation=settings.aggregation)
-            if report.rows and report.quarantined / report.rows > \
-                    settings.max_quarantine_fraction:
-                raise IngestError(f"{report.line()}: quarantined fraction "
-                                  f"{report.quarantined / report.rows:.3f} exceeds "
-                                  f"max_quarantine_fraction {settings.max_quarantine_fraction}")
-            QUARANTINE.add_missing_columns(lake, meta)
-            for folder, frame, table in ((good_dir, good, BRONZE), (bad_dir, bad, QUARANTINE)):
-                commit_staged(folder, frame.limit(0).toArrow().schema, table, lake, day, meta,
-                              settings.target_file_bytes)
+        validate(batch.good, BRONZE_SUITE, settings.domain,  # before anything is written
+                 day=_span(days), run_id=ctx.run_id)
+        with ExitStack() as held:
+            for day in days:
+                held.enter_context(BRONZE.lock(lake, day))
+                held.enter_context(QUARANTINE.lock(lake, day))
+            good = held.enter_context(staged_days(
+                batch.good, BRONZE, lake, days, settings.target_file_bytes))
+            bad = held.enter_context(staged_days(
+                batch.bad, QUARANTINE, lake, days, settings.target_file_bytes))
+            reports = {day: _day_report(day, files[day], batch, good.folders[day],
+                                        bad.folders[day], settings) for day in days}
+            for day in days:
+                meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
+                        "files": len(files[day])}
+                QUARANTINE.add_missing_columns(lake, meta)
+                for rows, table in ((good, BRONZE), (bad, QUARANTINE)):
+                    commit_staged(rows.folders[day], rows.schema, table, lake, day, meta)
     finally:
         batch.release()
+    return reports
+
+
+def _day_report(day: dt.date, files: list[Path], batch: CheckedBatch, good_dir: Path,
+                bad_dir: Path, settings: Settings) -> IngestReport:
+    """The day's counts, its files' rows checked for conservation; IngestError when
+    the day quarantines more than `max_quarantine_fraction` of its records."""
+    mine = {str(f) for f in files}
+    counted = conservation({f: n for f, n in batch.counts.items() if f in mine},
+                           {p: u for p, u in batch.unreadable.items() if str(p) in mine},
+                           batch.taken.per_file, _staged_counts(good_dir, "source_file"),
+                           _staged_counts(bad_dir, "source_file"))
+    late, renormalized = batch.taken.of(files)
+    report = IngestReport(
+        day, len(files), sum(c.records for c in counted), sum(c.bronze for c in counted),
+        sum(c.quarantined for c in counted), _staged_counts(bad_dir, "reason"),
+        per_file=counted, late=late, duplicates=batch.taken.duplicates.get(day, 0),
+        renormalized=renormalized, aggregation=settings.aggregation)
+    if report.rows and report.quarantined / report.rows > settings.max_quarantine_fraction:
+        raise IngestError(f"{report.line()}: quarantined fraction "
+                          f"{report.quarantined / report.rows:.3f} exceeds "
+                          f"max_quarantine_fraction {settings.max_quarantine_fraction}")
     return report
+
+
+def _span(days: list[dt.date]) -> str:
+    """How a validation of these days names them (Data Docs, errors)."""
+    return days[0].isoformat() if len(days) == 1 else f"{days[0]}..{days[-1]}"

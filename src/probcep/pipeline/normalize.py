@@ -25,7 +25,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from probcep.errors import ProbcepError
-from probcep.lake.delta import replace_day, spark_read
+from probcep.lake.delta import replace_days, spark_read
 from probcep.lake.tables import BRONZE, SILVER
 from probcep.pipeline.context import RunContext
 
@@ -38,33 +38,62 @@ class NormalizeReport:
 
 
 def normalize_day(ctx: RunContext, day: dt.date) -> NormalizeReport:
-    """Replace the day's silver partition; returns its row and stream counts.
+    """Replace the day's silver partition; returns its row and stream counts."""
+    return normalize_days(ctx, [day])[0]
+
+
+def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport]:
+    """Replace the days' silver partitions in one Spark pass (a backfill pays Spark's
+    jobs and the silver suite once, not once a day); a report per day.
 
     The new rows pass the silver suite before they are committed (Data Docs under the
-    run's `docs_dir`): silver that fails is never published, and the day's previous
-    silver stays as it was.
+    run's `docs_dir`): silver that fails is never published, and the days' previous
+    silver stays as it was. Each day takes the readings of every batch ingested on or
+    after it, so a backfill's days also take late readings that landed in its later
+    days (as normalizing them again would).
     """
     from probcep.lake.expectations import SILVER_SUITE, validate
 
     settings, lake = ctx.settings, ctx.lake
-    first, stop = settings.clock.day_range(day)
-    if not BRONZE.files(lake, [("batch_date", ">=", day.isoformat())]):
+    reports, heard = {}, []
+    for day in days:
+        if BRONZE.files(lake, [("batch_date", ">=", day.isoformat())]):
+            heard.append(day)
+            continue
         if settings.missing_day == "refuse":
             raise ProbcepError(f"no bronze readings ingested for {day} or later in "
                                f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
         SILVER.clear_day(lake, day, {"run_id": ctx.run_id, "date": day.isoformat()})
-        return NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
-    spark = ctx.spark
-    bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", day.isoformat())])
-    silver = distributions(bronze, settings, day, first, stop).orderBy("stream_id", "t")
+        reports[day] = NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
+    if heard:
+        spark = ctx.spark
+        bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", heard[0].isoformat())])
+        silver = day_distributions(bronze, settings, heard).orderBy("date", "stream_id", "t")
 
-    def check(staged):
-        validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
-                 day=day.isoformat(), run_id=ctx.run_id)
+        def check(staged):
+            validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
+                     day=heard[0].isoformat() if len(heard) == 1
+                     else f"{heard[0]}..{heard[-1]}", run_id=ctx.run_id)
 
-    rows = replace_day(silver, SILVER, lake, day, {"run_id": ctx.run_id, "date": day.isoformat()},
-                       settings.target_file_bytes, check=check)
-    return NormalizeReport(day, rows, _streams(spark, day, lake))
+        made = replace_days(silver, SILVER, lake, heard,
+                            lambda d: {"run_id": ctx.run_id, "date": d.isoformat()},
+                            settings.target_file_bytes, check=check, count="stream_id")
+        reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
+    return [reports[day] for day in days]
+
+
+def day_distributions(bronze, settings, days: list[dt.date]):
+    """Silver rows (Spark) of every timestep of the given days, from bronze readings
+    (those of batches ingested on or after the first day: the caller's filter)."""
+    from pyspark.sql import functions as F
+
+    first = settings.clock.day_range(days[0])[0]
+    per_day = settings.steps_per_day()
+    index = F.floor((F.col("t") - F.lit(first)) / F.lit(per_day)).cast("int")
+    wanted = [(d - days[0]).days for d in days]
+    return _rows(bronze, settings, first, settings.clock.day_range(days[-1])[1],
+                 F.date_add(F.lit(days[0]), index), index.isin(wanted),
+                 F.lit(first) + (index + 1) * F.lit(per_day))
 
 
 def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
@@ -75,12 +104,22 @@ def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
     from pyspark.sql import functions as F
 
     first, stop = settings.clock.day_range(day)
+    return _rows(bronze, settings, max(first, lo), min(stop, hi), F.lit(day).cast("date"),
+                 F.lit(True), F.lit(min(stop, hi)))
+
+
+def _rows(bronze, settings, lo: int, hi: int, date, wanted, stop):
+    """Silver rows of timesteps [lo, hi) whose `wanted` holds, each of day `date` whose
+    holding (`hold_last`) ends before `stop`: column expressions of `t`."""
+    from pyspark.sql import functions as F
+
+    first_of_day = settings.clock.day_range(settings.clock.day_of(lo))[0]
     step_us = settings.clock.step_micros
     epoch_us = settings.clock.epoch_micros
     held = settings.hold_last_steps if settings.gap_policy == "hold_last" else 0
     t = F.floor((F.unix_micros("ts") - F.lit(epoch_us)) / F.lit(step_us)).cast("long")
     readings = bronze.withColumn("t", t).where(
-        (F.col("t") >= max(first, lo - held)) & (F.col("t") < min(stop, hi)))
+        (F.col("t") >= max(first_of_day, lo - held)) & (F.col("t") < hi) & wanted)
     combine = F.sum if settings.aggregation == "sum" else F.max
     domain = list(settings.domain)
     scores = (readings.groupBy("stream_id", "t").pivot("symbol", domain)
@@ -89,33 +128,24 @@ def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
     rows = scores.where(total > 0).select(
         "stream_id", "t", *[(F.col(f"`{d}`") / total).alias(d) for d in domain])
     if held:
-        rows = _held(rows, domain, held, min(stop, hi)).where(F.col("t") >= lo)
+        rows = _held(rows, domain, held, stop).where((F.col("t") >= lo) & wanted)
     return rows.select(
         "stream_id", "t",
         F.timestamp_micros(F.lit(epoch_us) + F.col("t") * F.lit(step_us)).alias("ts"),
-        F.lit(day).cast("date").alias("date"), *domain,
+        date.alias("date"), *domain,
         F.lit(0.0).alias(settings.no_reading_symbol))
 
 
-def _streams(spark, day: dt.date, lake) -> int:
-    """How many streams the day's silver holds, counted by the executors."""
-    from pyspark.sql import functions as F
-
-    files = SILVER.files(lake, [("date", "=", day.isoformat())])
-    if not files:
-        return 0
-    return spark.read.parquet(*files).select(F.countDistinct("stream_id")).first()[0]
-
-
-def _held(rows, domain: list[str], hold: int, stop: int):
+def _held(rows, domain: list[str], hold: int, stop):
     """`hold_last`: after a timestep with readings, up to `hold` timesteps without any
-    repeat its distribution (the latest reading wins; the day's end cuts the hold)."""
+    repeat its distribution (the latest reading wins; the day's end, `stop`, a column
+    expression of the reading's `t`, cuts the hold)."""
     from pyspark.sql import functions as F
 
     offsets = F.explode(F.sequence(F.lit(0), F.lit(hold)))
-    spread = rows.withColumn("_k", offsets) \
-        .select("stream_id", (F.col("t") + F.col("_k")).alias("t"), "_k", *domain) \
-        .where(F.col("t") < stop)
+    spread = rows.withColumn("_stop", stop).withColumn("_k", offsets) \
+        .select("stream_id", (F.col("t") + F.col("_k")).alias("t"), "_k", "_stop", *domain) \
+        .where(F.col("t") < F.col("_stop"))
     latest = F.min_by(F.struct(*domain), "_k")
     return spread.groupBy("stream_id", "t").agg(latest.alias("_p")) \
         .select("stream_id", "t", *[F.col(f"_p.{d}").alias(d) for d in domain])

@@ -53,8 +53,7 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
                reason: str = "") -> list[RerunDay]:
     """After a fix to first..last: recompute from the states before `first`."""
     fixed = days_between(first, last)
-    for day in fixed:
-        ctx.source.prepare(ctx, day)
+    ctx.source.prepare(ctx, fixed)
     done = []
     if ctx.exact:
         days = sorted(set(processed_days(ctx, first)) | set(fixed))

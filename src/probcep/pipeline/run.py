@@ -40,7 +40,12 @@ class DayReport:
 
 def run_day(ctx: RunContext, day: dt.date) -> DayReport:
     """The whole night: silver, groups (validated), alerts, correlations."""
-    ctx.source.prepare(ctx, day)
+    ctx.source.prepare(ctx, [day])
+    return gold_day(ctx, day)
+
+
+def gold_day(ctx: RunContext, day: dt.date) -> DayReport:
+    """The night after its silver is made: groups (validated), alerts, correlations."""
     grouped, alerts = group_day(ctx, day), publish_alerts(ctx, day)
     return DayReport(grouped, alerts, tuple(correlate_day(ctx, day)))
 
@@ -52,15 +57,23 @@ def days_between(first: dt.date, last: dt.date) -> list[dt.date]:
 
 
 def run_days(ctx: RunContext, first: dt.date, last: dt.date) -> list[DayReport]:
-    """A backfill: every day from first to last, in order, each under its own run id;
-    the Data Docs pages of its validations are built once, at its end."""
+    """A backfill: the days from first to last, `backfill_days` at a time: their silver
+    made in one pass (ingest, then normalize, each one Spark pass and one validation),
+    then each day's gold in date order under its own run id; the Data Docs pages of its
+    validations are built once, at its end."""
     from tqdm import tqdm
 
     from probcep.lake.expectations import data_docs_once
 
+    days, per_pass = days_between(first, last), ctx.settings.backfill_days
     reports = []
-    with data_docs_once():
-        for day in tqdm(days_between(first, last), desc="days", unit="day", leave=False):
-            reports.append(run_day(ctx.for_day(day), day))
-            ctx.echo(reports[-1].line())
+    with data_docs_once(), tqdm(total=len(days), desc="days", unit="day",
+                                leave=False) as progress:
+        for k in range(0, len(days), per_pass):
+            chunk = days[k:k + per_pass]
+            ctx.source.prepare(ctx.for_day(chunk[0]) if len(chunk) == 1 else ctx, chunk)
+            for day in chunk:
+                reports.append(gold_day(ctx.for_day(day), day))
+                ctx.echo(reports[-1].line())
+                progress.update()
     return reports
