@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import camera_model
 import numpy as np
 import pandas as pd
 import sensor_model
@@ -34,7 +35,7 @@ import sensor_model
 # --- the mix of evidence per second (scores before the pipeline normalizes) ----------
 WEARABLE_WEIGHT = 1.0  # the wearable's posterior sums to this over the rooms
 PIR_WEIGHT = 0.5  # per PIR on in that second; PIRs lag and fire in neighbouring rooms
-CAMERA_WEIGHT = 1.0  # per camera with a detection; kitchen/living cameras are near-exact
+CAMERA_WEIGHT = 1.0  # per camera with a detection, spread over rooms by camera_model.py
 BACKGROUND_WEIGHT = 0.01  # spread evenly over the rooms in every second of the recording
 
 # --- time ------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ class Recording:
     n_seconds: int  # seconds 0 .. n_seconds-1 are inside the recording
     packets: pd.DataFrame  # t and one RSSI column per AP (NaN: not heard)
     pir: pd.DataFrame  # start, end, index
-    video: dict[str, np.ndarray]  # camera -> times of frames with a detection
+    video: dict[str, pd.DataFrame]  # camera -> frames with a detection: t and the box
     stays: pd.DataFrame | None  # location_0.csv: start, end, name
     stays_1: pd.DataFrame | None  # location_1.csv, when a second annotator labelled it
 
@@ -115,13 +116,14 @@ class Recording:
     def stream_id(self) -> str:
         return f"seq-{self.name}"
 
-    def labels(self) -> np.ndarray | None:
-        """Each packet's room for training: where location_0 and location_1 agree (the
-        seconds around a room change, where annotators differ, teach nothing sure); with
-        one annotator, location_0 alone. None for an unlabelled sequence."""
+    def labels(self, t: np.ndarray | None = None) -> np.ndarray | None:
+        """The room at each time t (default: each packet's) for training: where
+        location_0 and location_1 agree (the seconds around a room change, where
+        annotators differ, teach nothing sure); with one annotator, location_0 alone.
+        None for an unlabelled sequence."""
         if self.stays is None:
             return None
-        t = self.packets["t"].to_numpy()
+        t = self.packets["t"].to_numpy() if t is None else np.asarray(t, dtype=float)
         room = room_at(self.stays, t)
         if self.stays_1 is not None:
             room = np.where(room == room_at(self.stays_1, t), room, None)
@@ -151,9 +153,15 @@ def load_recording(folder: Path, house: House) -> Recording | None:
     return Recording(
         name=folder.name, n_seconds=n_seconds, packets=packets,
         pir=pd.read_csv(folder / "pir.csv"),
-        video={c: pd.read_csv(folder / f"video_{c}.csv", usecols=["t"])["t"].to_numpy()
-               for c in house.cameras},
+        video={c: _frames(folder / f"video_{c}.csv") for c in house.cameras},
         stays=stays("location_0.csv"), stays_1=stays("location_1.csv"))
+
+
+def _frames(path: Path) -> pd.DataFrame:
+    """A camera file's frames: t and the box features camera_model.py reads."""
+    frames = pd.read_csv(path)
+    frames = frames.reindex(columns=["t", *camera_model.FEATURES])
+    return frames.sort_values("t", kind="stable").reset_index(drop=True)
 
 
 def room_at(stays: pd.DataFrame, t: np.ndarray) -> np.ndarray:
@@ -205,13 +213,29 @@ def pir_readings(rec: Recording, house: House) -> pd.DataFrame:
                      frame["room"].to_numpy(), PIR_WEIGHT)
 
 
-def camera_readings(rec: Recording, house: House) -> pd.DataFrame:
-    """One reading per camera and second with at least one detected-person frame."""
+def camera_readings(rec: Recording, house: House,
+                    models: dict[str, camera_model.CameraModel | None] | None = None
+                    ) -> pd.DataFrame:
+    """Per camera and second with at least one detected-person frame, CAMERA_WEIGHT
+    spread over the rooms by the camera's model (camera_model.py), one reading per room
+    it gives a positive probability. A camera without a model (nothing to train on)
+    names its own room."""
     parts = [_readings([], [], [], [])]
     for camera, room in house.cameras.items():
-        second = np.unique(np.floor(rec.video[camera]).astype(np.int64))
-        second = second[(second >= 0) & (second < rec.n_seconds)]
-        parts.append(_readings(second, f"video_{camera}", room, CAMERA_WEIGHT))
+        frames = rec.video[camera]
+        model = (models or {}).get(camera)
+        if model is None:
+            second = np.unique(np.floor(frames["t"].to_numpy()).astype(np.int64))
+            second = second[(second >= 0) & (second < rec.n_seconds)]
+            parts.append(_readings(second, f"video_{camera}", room, CAMERA_WEIGHT))
+            continue
+        post = camera_model.posterior_per_second(model, frames, house.rooms)
+        post = post[(post.index >= 0) & (post.index < rec.n_seconds)]
+        long = post.stack()
+        long = long[long > 0]
+        parts.append(_readings(long.index.get_level_values(0).to_numpy(), f"video_{camera}",
+                               long.index.get_level_values(1).to_numpy(),
+                               CAMERA_WEIGHT * long.to_numpy()))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -244,10 +268,13 @@ def _readings(second, sensor, symbol, score) -> pd.DataFrame:
 
 
 def all_readings(rec: Recording, house: House,
-                 model: sensor_model.RssiModel | None, day_start: dt.datetime) -> pd.DataFrame:
+                 model: sensor_model.RssiModel | None, day_start: dt.datetime,
+                 cameras: dict[str, camera_model.CameraModel | None] | None = None
+                 ) -> pd.DataFrame:
     """The sequence's long-layout readings, sorted by time, with ISO timestamps (UTC)."""
     frame = pd.concat([wearable_readings(rec, model, house.rooms), pir_readings(rec, house),
-                       camera_readings(rec, house), background_readings(rec, house.rooms)],
+                       camera_readings(rec, house, cameras),
+                       background_readings(rec, house.rooms)],
                       ignore_index=True).sort_values(["second", "sensor_id", "symbol"],
                                                      kind="stable")
     frame["stream_id"] = rec.stream_id
@@ -330,6 +357,16 @@ def leave_one_out_model(name: str, training: dict[str, tuple[pd.DataFrame, np.nd
     return sensor_model.fit(others, house.rooms, house.aps)
 
 
+def leave_one_out_cameras(name: str, recordings: list[Recording],
+                          house: House) -> dict[str, camera_model.CameraModel | None]:
+    """Per camera, the position model for sequence `name`, fitted on the frames of every
+    other labelled sequence (None: no room to learn, the camera names its own room)."""
+    others = [r for r in recordings if r.name != name and r.stays is not None]
+    return {camera: camera_model.fit([(r.video[camera], r.labels(r.video[camera]["t"]))
+                                      for r in others], house.rooms)
+            for camera in house.cameras}
+
+
 def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
     """Convert every sequence folder of raw_dir; return counts for the summary line."""
     house = House.load(metadata_folder(raw_dir))
@@ -342,7 +379,8 @@ def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
         day = start_date + dt.timedelta(days=int(rec.name) - 1)
         day_start = dt.datetime.combine(day, DAY_START)
         model = leave_one_out_model(rec.name, training, house)
-        readings = all_readings(rec, house, model, day_start)
+        cameras = leave_one_out_cameras(rec.name, recordings, house)
+        readings = all_readings(rec, house, model, day_start, cameras)
         folder = out_dir / "landing" / day.isoformat()
         folder.mkdir(parents=True, exist_ok=True)
         readings.to_csv(folder / f"{rec.stream_id}.csv", index=False, float_format="%.6g")
