@@ -32,15 +32,18 @@ def mixed_distribution(readings: pd.DataFrame, rooms: tuple[str, ...]) -> pd.Dat
 
 def sequence_scores(rec: convert.Recording, house: convert.House, training: dict,
                     recordings: list[convert.Recording], fixed_cameras: bool = False,
+                    fixed_pirs: bool = False,
                     per_second: list | None = None) -> dict:
     """Per-second argmax accuracy of the wearable alone and of the mix, for one sequence.
-    fixed_cameras: every camera names its own room (no camera_model.py). per_second, when
+    fixed_cameras: every camera names its own room (no camera_model.py); fixed_pirs: every
+    PIR names its own room (no P(room | PIR on)). per_second, when
     given, receives (truth, mixed argmax) per labelled second."""
     model = convert.leave_one_out_model(rec.name, training, house)
     cameras = (None if fixed_cameras
                else convert.leave_one_out_cameras(rec.name, recordings, house))
+    pirs = None if fixed_pirs else convert.leave_one_out_pir_rooms(rec.name, recordings, house)
     parts = [convert.wearable_readings(rec, model, house.rooms),
-             convert.pir_readings(rec, house), convert.camera_readings(rec, house, cameras),
+             convert.pir_readings(rec, house, pirs), convert.camera_readings(rec, house, cameras),
              convert.background_readings(rec, house.rooms)]
     wear = mixed_distribution(parts[0], house.rooms)
     mix = mixed_distribution(pd.concat(parts, ignore_index=True), house.rooms)
@@ -66,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fixed-cameras", action="store_true",
                         help="every camera names its own room (no camera model), as "
                              "convert.py did before camera_model.py")
+    parser.add_argument("--fixed-pirs", action="store_true",
+                        help="every PIR names its own room (no P(room | PIR on)), as "
+                             "convert.py did before")
     args = parser.parse_args(argv)
     house = convert.House.load(convert.metadata_folder(args.raw_dir))
     recordings = [r for f in convert.sequence_folders(args.raw_dir)
@@ -73,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     training = {r.name: (r.packets.drop(columns="t"), r.labels())
                 for r in recordings if r.stays is not None}
     seconds: list[pd.DataFrame] = []
-    rows = [sequence_scores(r, house, training, recordings, args.fixed_cameras, seconds)
+    rows = [sequence_scores(r, house, training, recordings, args.fixed_cameras,
+                            args.fixed_pirs, seconds)
             for r in recordings if r.stays is not None and len(training) > 1]
     table = pd.DataFrame(rows)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -37,6 +37,7 @@ WEARABLE_WEIGHT = 1.0  # the wearable's posterior sums to this over the rooms
 PIR_WEIGHT = 0.5  # per PIR on in that second; PIRs lag and fire in neighbouring rooms
 CAMERA_WEIGHT = 1.0  # per camera with a detection, spread over rooms by camera_model.py
 BACKGROUND_WEIGHT = 0.01  # spread evenly over the rooms in every second of the recording
+PIR_OWN_ROOM_SECONDS = 10.0  # pseudo-seconds in its own room added to a PIR's training
 
 # --- time ------------------------------------------------------------------------------
 DEFAULT_START_DATE = "2026-05-01"  # sequence 00001's day; sequence NNNNN lands NNNNN-1 later
@@ -190,8 +191,9 @@ def wearable_readings(rec: Recording, model: sensor_model.RssiModel | None,
                      WEARABLE_WEIGHT * long.to_numpy())
 
 
-def pir_readings(rec: Recording, house: House) -> pd.DataFrame:
-    """One reading per second in which a PIR is on (any part of it), for the PIR's room."""
+def pir_seconds(rec: Recording, house: House) -> pd.DataFrame:
+    """second, sensor (pir_<name>), room (the PIR's own): one row per second in which a
+    PIR is on during any part of it."""
     pir = rec.pir
     lookup = np.asarray([*house.pir_rooms, None], dtype=object)  # [-1]: unknown index
     index = pir["index"].to_numpy()
@@ -208,9 +210,53 @@ def pir_readings(rec: Recording, house: House) -> pd.DataFrame:
                           "sensor": "pir_" + np.repeat(pir["name"].astype(str), length),
                           "room": np.repeat(room, length)})
     frame = frame[(frame["second"] >= 0) & (frame["second"] < rec.n_seconds)]
-    frame = frame.drop_duplicates()  # overlapping intervals of one PIR: one reading
-    return _readings(frame["second"].to_numpy(), frame["sensor"].to_numpy(),
-                     frame["room"].to_numpy(), PIR_WEIGHT)
+    return frame.drop_duplicates()  # overlapping intervals of one PIR: one second
+
+
+def fit_pir_rooms(recordings: list[Recording], house: House) -> pd.DataFrame:
+    """P(room | PIR on) per PIR (rows: sensor; columns: rooms), from the seconds each PIR
+    is on in the given labelled recordings and the room annotated at their middle (where
+    the annotators agree), plus PIR_OWN_ROOM_SECONDS in the PIR's own room: a PIR never
+    on in training names its own room, as before. PIRs lag and see through doors (the
+    study's PIR fires in 561 seconds, none of them in the study)."""
+    seen = []
+    for rec in recordings:
+        on = pir_seconds(rec, house)
+        room = rec.labels(on["second"].to_numpy() + 0.5)
+        known = pd.notna(room) & np.isin(room, house.rooms)
+        seen.append(pd.DataFrame({"sensor": on["sensor"].to_numpy()[known],
+                                  "truth": room[known], "weight": 1.0}))
+        own = on[["sensor", "room"]].drop_duplicates().rename(columns={"room": "truth"})
+        seen.append(own.assign(weight=0.0))  # every PIR seen, with its own room
+    if not seen:
+        return pd.DataFrame(columns=list(house.rooms), dtype=float)
+    seen = pd.concat(seen, ignore_index=True)
+    own = seen[seen["weight"] == 0].drop_duplicates("sensor")
+    seen = pd.concat([seen, own.assign(weight=PIR_OWN_ROOM_SECONDS)], ignore_index=True)
+    table = seen.pivot_table(index="sensor", columns="truth", values="weight",
+                             aggfunc="sum", fill_value=0.0)
+    table = table.reindex(columns=list(house.rooms), fill_value=0.0)
+    return table.div(table.sum(axis=1), axis=0)
+
+
+def pir_readings(rec: Recording, house: House,
+                 rooms_given_on: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per second in which a PIR is on, PIR_WEIGHT spread over the rooms by P(room | PIR
+    on) (fit_pir_rooms, trained on other sequences), one reading per room with a
+    positive share; without that table, one reading for the PIR's own room."""
+    frame = pir_seconds(rec, house)
+    if rooms_given_on is None:
+        return _readings(frame["second"].to_numpy(), frame["sensor"].to_numpy(),
+                         frame["room"].to_numpy(), PIR_WEIGHT)
+    share = rooms_given_on.stack()
+    share = share[share > 0].rename("share").reset_index()
+    share.columns = ["sensor", "symbol", "share"]
+    long = frame.merge(share, on="sensor", how="left")  # a PIR not trained: its own room
+    untrained = long["share"].isna()
+    long.loc[untrained, "symbol"] = long.loc[untrained, "room"]
+    long["share"] = long["share"].fillna(1.0)
+    return _readings(long["second"].to_numpy(), long["sensor"].to_numpy(),
+                     long["symbol"].to_numpy(), PIR_WEIGHT * long["share"].to_numpy())
 
 
 def camera_readings(rec: Recording, house: House,
@@ -269,10 +315,11 @@ def _readings(second, sensor, symbol, score) -> pd.DataFrame:
 
 def all_readings(rec: Recording, house: House,
                  model: sensor_model.RssiModel | None, day_start: dt.datetime,
-                 cameras: dict[str, camera_model.CameraModel | None] | None = None
-                 ) -> pd.DataFrame:
+                 cameras: dict[str, camera_model.CameraModel | None] | None = None,
+                 pirs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The sequence's long-layout readings, sorted by time, with ISO timestamps (UTC)."""
-    frame = pd.concat([wearable_readings(rec, model, house.rooms), pir_readings(rec, house),
+    frame = pd.concat([wearable_readings(rec, model, house.rooms),
+                       pir_readings(rec, house, pirs),
                        camera_readings(rec, house, cameras),
                        background_readings(rec, house.rooms)],
                       ignore_index=True).sort_values(["second", "sensor_id", "symbol"],
@@ -367,6 +414,13 @@ def leave_one_out_cameras(name: str, recordings: list[Recording],
             for camera in house.cameras}
 
 
+def leave_one_out_pir_rooms(name: str, recordings: list[Recording],
+                            house: House) -> pd.DataFrame:
+    """P(room | PIR on) for sequence `name`, from every other labelled sequence."""
+    return fit_pir_rooms([r for r in recordings if r.name != name and r.stays is not None],
+                         house)
+
+
 def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
     """Convert every sequence folder of raw_dir; return counts for the summary line."""
     house = House.load(metadata_folder(raw_dir))
@@ -380,7 +434,8 @@ def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
         day_start = dt.datetime.combine(day, DAY_START)
         model = leave_one_out_model(rec.name, training, house)
         cameras = leave_one_out_cameras(rec.name, recordings, house)
-        readings = all_readings(rec, house, model, day_start, cameras)
+        pirs = leave_one_out_pir_rooms(rec.name, recordings, house)
+        readings = all_readings(rec, house, model, day_start, cameras, pirs)
         folder = out_dir / "landing" / day.isoformat()
         folder.mkdir(parents=True, exist_ok=True)
         readings.to_csv(folder / f"{rec.stream_id}.csv", index=False, float_format="%.6g")
