@@ -11,8 +11,9 @@ RAW_DIR holds sequence folders (00001/, 00002/, ...) of the SPHERE Challenge 201
   patterns.yaml beside this file, read off the annotated room stays (location_0.csv).
 
 Per second, the readings of a sequence are: the wearable's posterior over the rooms
-(sensor_model.py, trained leave-one-sequence-out), a reading for each PIR that is on, a
-reading for each camera that detects a person, and a faint uniform background. The
+(sensor_model.py), for each PIR that is on its P(room | PIR on) (fit_pir_rooms), for each
+camera that detects a person its P(room | box) (camera_model.py), all three trained
+leave-one-sequence-out, and a faint uniform background. The
 pipeline sums them per room and normalizes (aggregation: sum); the weights below set the
 mix. See README.md beside this file.
 """
