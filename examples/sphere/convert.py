@@ -11,8 +11,9 @@ RAW_DIR holds sequence folders (00001/, 00002/, ...) of the SPHERE Challenge 201
   patterns.yaml beside this file, read off the annotated room stays (location_0.csv).
 
 Per second, the readings of a sequence are: the wearable's posterior over the rooms
-(sensor_model.py, trained leave-one-sequence-out), a reading for each PIR that is on, a
-reading for each camera that detects a person, and a faint uniform background. The
+(sensor_model.py), for each PIR that is on its P(room | PIR on) (fit_pir_rooms), for each
+camera that detects a person its P(room | box) (camera_model.py), all three trained
+leave-one-sequence-out, and a faint uniform background. The
 pipeline sums them per room and normalizes (aggregation: sum); the weights below set the
 mix. See README.md beside this file.
 """
@@ -27,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import camera_model
 import numpy as np
 import pandas as pd
 import sensor_model
@@ -34,8 +36,9 @@ import sensor_model
 # --- the mix of evidence per second (scores before the pipeline normalizes) ----------
 WEARABLE_WEIGHT = 1.0  # the wearable's posterior sums to this over the rooms
 PIR_WEIGHT = 0.5  # per PIR on in that second; PIRs lag and fire in neighbouring rooms
-CAMERA_WEIGHT = 1.0  # per camera with a detection; kitchen/living cameras are near-exact
+CAMERA_WEIGHT = 1.0  # per camera with a detection, spread over rooms by camera_model.py
 BACKGROUND_WEIGHT = 0.01  # spread evenly over the rooms in every second of the recording
+PIR_OWN_ROOM_SECONDS = 10.0  # pseudo-seconds in its own room added to a PIR's training
 
 # --- time ------------------------------------------------------------------------------
 DEFAULT_START_DATE = "2026-05-01"  # sequence 00001's day; sequence NNNNN lands NNNNN-1 later
@@ -107,7 +110,7 @@ class Recording:
     n_seconds: int  # seconds 0 .. n_seconds-1 are inside the recording
     packets: pd.DataFrame  # t and one RSSI column per AP (NaN: not heard)
     pir: pd.DataFrame  # start, end, index
-    video: dict[str, np.ndarray]  # camera -> times of frames with a detection
+    video: dict[str, pd.DataFrame]  # camera -> frames with a detection: t and the box
     stays: pd.DataFrame | None  # location_0.csv: start, end, name
     stays_1: pd.DataFrame | None  # location_1.csv, when a second annotator labelled it
 
@@ -115,13 +118,14 @@ class Recording:
     def stream_id(self) -> str:
         return f"seq-{self.name}"
 
-    def labels(self) -> np.ndarray | None:
-        """Each packet's room for training: where location_0 and location_1 agree (the
-        seconds around a room change, where annotators differ, teach nothing sure); with
-        one annotator, location_0 alone. None for an unlabelled sequence."""
+    def labels(self, t: np.ndarray | None = None) -> np.ndarray | None:
+        """The room at each time t (default: each packet's) for training: where
+        location_0 and location_1 agree (the seconds around a room change, where
+        annotators differ, teach nothing sure); with one annotator, location_0 alone.
+        None for an unlabelled sequence."""
         if self.stays is None:
             return None
-        t = self.packets["t"].to_numpy()
+        t = self.packets["t"].to_numpy() if t is None else np.asarray(t, dtype=float)
         room = room_at(self.stays, t)
         if self.stays_1 is not None:
             room = np.where(room == room_at(self.stays_1, t), room, None)
@@ -151,9 +155,15 @@ def load_recording(folder: Path, house: House) -> Recording | None:
     return Recording(
         name=folder.name, n_seconds=n_seconds, packets=packets,
         pir=pd.read_csv(folder / "pir.csv"),
-        video={c: pd.read_csv(folder / f"video_{c}.csv", usecols=["t"])["t"].to_numpy()
-               for c in house.cameras},
+        video={c: _frames(folder / f"video_{c}.csv") for c in house.cameras},
         stays=stays("location_0.csv"), stays_1=stays("location_1.csv"))
+
+
+def _frames(path: Path) -> pd.DataFrame:
+    """A camera file's frames: t and the box features camera_model.py reads."""
+    frames = pd.read_csv(path)
+    frames = frames.reindex(columns=["t", *camera_model.FEATURES])
+    return frames.sort_values("t", kind="stable").reset_index(drop=True)
 
 
 def room_at(stays: pd.DataFrame, t: np.ndarray) -> np.ndarray:
@@ -182,8 +192,9 @@ def wearable_readings(rec: Recording, model: sensor_model.RssiModel | None,
                      WEARABLE_WEIGHT * long.to_numpy())
 
 
-def pir_readings(rec: Recording, house: House) -> pd.DataFrame:
-    """One reading per second in which a PIR is on (any part of it), for the PIR's room."""
+def pir_seconds(rec: Recording, house: House) -> pd.DataFrame:
+    """second, sensor (pir_<name>), room (the PIR's own): one row per second in which a
+    PIR is on during any part of it."""
     pir = rec.pir
     lookup = np.asarray([*house.pir_rooms, None], dtype=object)  # [-1]: unknown index
     index = pir["index"].to_numpy()
@@ -200,18 +211,78 @@ def pir_readings(rec: Recording, house: House) -> pd.DataFrame:
                           "sensor": "pir_" + np.repeat(pir["name"].astype(str), length),
                           "room": np.repeat(room, length)})
     frame = frame[(frame["second"] >= 0) & (frame["second"] < rec.n_seconds)]
-    frame = frame.drop_duplicates()  # overlapping intervals of one PIR: one reading
-    return _readings(frame["second"].to_numpy(), frame["sensor"].to_numpy(),
-                     frame["room"].to_numpy(), PIR_WEIGHT)
+    return frame.drop_duplicates()  # overlapping intervals of one PIR: one second
 
 
-def camera_readings(rec: Recording, house: House) -> pd.DataFrame:
-    """One reading per camera and second with at least one detected-person frame."""
+def fit_pir_rooms(recordings: list[Recording], house: House) -> pd.DataFrame:
+    """P(room | PIR on) per PIR (rows: sensor; columns: rooms), from the seconds each PIR
+    is on in the given labelled recordings and the room annotated at their middle (where
+    the annotators agree), plus PIR_OWN_ROOM_SECONDS in the PIR's own room: a PIR never
+    on in training names its own room, as before. PIRs lag and see through doors (the
+    study's PIR fires in 561 seconds, none of them in the study)."""
+    seen = []
+    for rec in recordings:
+        on = pir_seconds(rec, house)
+        room = rec.labels(on["second"].to_numpy() + 0.5)
+        known = pd.notna(room) & np.isin(room, house.rooms)
+        seen.append(pd.DataFrame({"sensor": on["sensor"].to_numpy()[known],
+                                  "truth": room[known], "weight": 1.0}))
+        own = on[["sensor", "room"]].drop_duplicates().rename(columns={"room": "truth"})
+        seen.append(own.assign(weight=0.0))  # every PIR seen, with its own room
+    if not seen:
+        return pd.DataFrame(columns=list(house.rooms), dtype=float)
+    seen = pd.concat(seen, ignore_index=True)
+    own = seen[seen["weight"] == 0].drop_duplicates("sensor")
+    seen = pd.concat([seen, own.assign(weight=PIR_OWN_ROOM_SECONDS)], ignore_index=True)
+    table = seen.pivot_table(index="sensor", columns="truth", values="weight",
+                             aggfunc="sum", fill_value=0.0)
+    table = table.reindex(columns=list(house.rooms), fill_value=0.0)
+    return table.div(table.sum(axis=1), axis=0)
+
+
+def pir_readings(rec: Recording, house: House,
+                 rooms_given_on: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per second in which a PIR is on, PIR_WEIGHT spread over the rooms by P(room | PIR
+    on) (fit_pir_rooms, trained on other sequences), one reading per room with a
+    positive share; without that table, one reading for the PIR's own room."""
+    frame = pir_seconds(rec, house)
+    if rooms_given_on is None:
+        return _readings(frame["second"].to_numpy(), frame["sensor"].to_numpy(),
+                         frame["room"].to_numpy(), PIR_WEIGHT)
+    share = rooms_given_on.stack()
+    share = share[share > 0].rename("share").reset_index()
+    share.columns = ["sensor", "symbol", "share"]
+    long = frame.merge(share, on="sensor", how="left")  # a PIR not trained: its own room
+    untrained = long["share"].isna()
+    long.loc[untrained, "symbol"] = long.loc[untrained, "room"]
+    long["share"] = long["share"].fillna(1.0)
+    return _readings(long["second"].to_numpy(), long["sensor"].to_numpy(),
+                     long["symbol"].to_numpy(), PIR_WEIGHT * long["share"].to_numpy())
+
+
+def camera_readings(rec: Recording, house: House,
+                    models: dict[str, camera_model.CameraModel | None] | None = None
+                    ) -> pd.DataFrame:
+    """Per camera and second with at least one detected-person frame, CAMERA_WEIGHT
+    spread over the rooms by the camera's model (camera_model.py), one reading per room
+    it gives a positive probability. A camera without a model (nothing to train on)
+    names its own room."""
     parts = [_readings([], [], [], [])]
     for camera, room in house.cameras.items():
-        second = np.unique(np.floor(rec.video[camera]).astype(np.int64))
-        second = second[(second >= 0) & (second < rec.n_seconds)]
-        parts.append(_readings(second, f"video_{camera}", room, CAMERA_WEIGHT))
+        frames = rec.video[camera]
+        model = (models or {}).get(camera)
+        if model is None:
+            second = np.unique(np.floor(frames["t"].to_numpy()).astype(np.int64))
+            second = second[(second >= 0) & (second < rec.n_seconds)]
+            parts.append(_readings(second, f"video_{camera}", room, CAMERA_WEIGHT))
+            continue
+        post = camera_model.posterior_per_second(model, frames, house.rooms)
+        post = post[(post.index >= 0) & (post.index < rec.n_seconds)]
+        long = post.stack()
+        long = long[long > 0]
+        parts.append(_readings(long.index.get_level_values(0).to_numpy(), f"video_{camera}",
+                               long.index.get_level_values(1).to_numpy(),
+                               CAMERA_WEIGHT * long.to_numpy()))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -244,10 +315,14 @@ def _readings(second, sensor, symbol, score) -> pd.DataFrame:
 
 
 def all_readings(rec: Recording, house: House,
-                 model: sensor_model.RssiModel | None, day_start: dt.datetime) -> pd.DataFrame:
+                 model: sensor_model.RssiModel | None, day_start: dt.datetime,
+                 cameras: dict[str, camera_model.CameraModel | None] | None = None,
+                 pirs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The sequence's long-layout readings, sorted by time, with ISO timestamps (UTC)."""
-    frame = pd.concat([wearable_readings(rec, model, house.rooms), pir_readings(rec, house),
-                       camera_readings(rec, house), background_readings(rec, house.rooms)],
+    frame = pd.concat([wearable_readings(rec, model, house.rooms),
+                       pir_readings(rec, house, pirs),
+                       camera_readings(rec, house, cameras),
+                       background_readings(rec, house.rooms)],
                       ignore_index=True).sort_values(["second", "sensor_id", "symbol"],
                                                      kind="stable")
     frame["stream_id"] = rec.stream_id
@@ -330,6 +405,23 @@ def leave_one_out_model(name: str, training: dict[str, tuple[pd.DataFrame, np.nd
     return sensor_model.fit(others, house.rooms, house.aps)
 
 
+def leave_one_out_cameras(name: str, recordings: list[Recording],
+                          house: House) -> dict[str, camera_model.CameraModel | None]:
+    """Per camera, the position model for sequence `name`, fitted on the frames of every
+    other labelled sequence (None: no room to learn, the camera names its own room)."""
+    others = [r for r in recordings if r.name != name and r.stays is not None]
+    return {camera: camera_model.fit([(r.video[camera], r.labels(r.video[camera]["t"]))
+                                      for r in others], house.rooms)
+            for camera in house.cameras}
+
+
+def leave_one_out_pir_rooms(name: str, recordings: list[Recording],
+                            house: House) -> pd.DataFrame:
+    """P(room | PIR on) for sequence `name`, from every other labelled sequence."""
+    return fit_pir_rooms([r for r in recordings if r.name != name and r.stays is not None],
+                         house)
+
+
 def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
     """Convert every sequence folder of raw_dir; return counts for the summary line."""
     house = House.load(metadata_folder(raw_dir))
@@ -342,7 +434,9 @@ def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
         day = start_date + dt.timedelta(days=int(rec.name) - 1)
         day_start = dt.datetime.combine(day, DAY_START)
         model = leave_one_out_model(rec.name, training, house)
-        readings = all_readings(rec, house, model, day_start)
+        cameras = leave_one_out_cameras(rec.name, recordings, house)
+        pirs = leave_one_out_pir_rooms(rec.name, recordings, house)
+        readings = all_readings(rec, house, model, day_start, cameras, pirs)
         folder = out_dir / "landing" / day.isoformat()
         folder.mkdir(parents=True, exist_ok=True)
         readings.to_csv(folder / f"{rec.stream_id}.csv", index=False, float_format="%.6g")

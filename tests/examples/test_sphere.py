@@ -26,7 +26,7 @@ RAW = Path(os.environ.get("PROBCEP_SPHERE_DIR",
 DAYS = ("2026-05-01", "2026-05-06")
 #: At the alerts (threshold 0.5): (true, found, false alarms) per pattern.
 AT_ALERTS = {"toilet_visit": (6, 6, 6), "kitchen_visit": (6, 6, 10),
-             "bed1_visit": (5, 5, 2), "bed2_visit": (6, 6, 0), "bath_visit": (5, 5, 1)}
+             "bed1_visit": (5, 5, 1), "bed2_visit": (6, 6, 0), "bath_visit": (5, 5, 1)}
 
 pytestmark = [pytest.mark.slow, pytest.mark.soak, pytest.mark.skipif(
     not (RAW / "00001").is_dir(),
@@ -70,12 +70,18 @@ def test_the_best_threshold_of_the_sweep(house, capsys):
                     "kitchen_visit")
     toilet = [r for r in rows if r["pattern"] == "toilet_visit"]
     best = min(toilet, key=lambda r: (-r["found"], r["false_alarms"], r["threshold"]))
-    assert (best["threshold"], best["found"], best["false_alarms"]) == (0.85, 6, 0)
+    assert (best["threshold"], best["found"], best["false_alarms"]) == (0.75, 6, 0)
     assert [r["threshold"] for r in toilet if r["found"] >= 0.9 * r["true"]
-            and r["false_alarms"] <= r["true"] / 2] == [0.75, 0.8, 0.85, 0.9, 0.95]
+            and r["false_alarms"] <= r["true"] / 2] == [0.65, 0.7, 0.75, 0.8, 0.85, 0.9,
+                                                        0.95]
     kitchen = {r["threshold"]: (r["found"], r["false_alarms"]) for r in rows
                if r["pattern"] == "kitchen_visit"}
-    assert kitchen[0.7] == (6, 8) and kitchen[0.9] == (3, 2)
+    # Not met for kitchen visits (README §4): no threshold finds all 6 with <= 3 false
+    # alarms; the second kitchen stay, left through the hall for the stairs, scores as
+    # high as the true visits.
+    assert kitchen[0.65] == (6, 7) and kitchen[0.7] == (5, 6) and kitchen[0.85] == (2, 3)
+    assert not [r for r in rows if r["pattern"] == "kitchen_visit"
+                and r["found"] >= 0.9 * r["true"] and r["false_alarms"] <= r["true"] / 2]
 
 
 def test_silver_holds_only_seconds_with_readings(house):

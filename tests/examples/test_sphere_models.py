@@ -1,0 +1,71 @@
+"""The SPHERE example's camera and PIR models (examples/sphere/) on made-up frames and
+seconds: no data, no Spark."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sphere"
+sys.path.insert(0, str(EXAMPLE))
+camera_model = pytest.importorskip("camera_model")
+convert = pytest.importorskip("convert")
+
+ROOMS = ("hall", "kitchen", "stairs")
+
+
+def frames(t, x, y):
+    """Frames with a 20-pixel box around (x, y)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return pd.DataFrame({"t": t, "centre_2d_x": x, "centre_2d_y": y,
+                         "bb_2d_br_x": x + 10, "bb_2d_br_y": y + 10,
+                         "bb_2d_tl_x": x - 10, "bb_2d_tl_y": y - 10})
+
+
+def test_a_camera_tells_apart_where_in_the_picture_rooms_are():
+    rng = np.random.default_rng(0)
+    n = 200
+    hall = frames(np.arange(n) / 10, rng.normal(100, 5, n), rng.normal(100, 5, n))
+    stairs = frames(np.arange(n) / 10, rng.normal(200, 5, n), rng.normal(100, 5, n))
+    model = camera_model.fit([(hall, ["hall"] * n), (stairs, ["stairs"] * n)], ROOMS)
+    assert model.rooms == ("hall", "stairs")  # the kitchen has no training frame
+    seen = frames([0.1, 0.5, 1.2], [101, 99, 199], [100, 101, 99])
+    post = camera_model.posterior_per_second(model, seen, ROOMS)
+    assert list(post.columns) == list(ROOMS) and list(post.index) == [0, 1]
+    assert post.loc[0, "hall"] > 0.9 and post.loc[1, "stairs"] > 0.9
+    assert (post["kitchen"] == 0).all()
+    np.testing.assert_allclose(post.sum(axis=1), 1.0)
+
+
+def test_a_one_room_camera_names_its_room_and_nothing_to_learn_is_none():
+    seen = frames(np.arange(50) / 10, np.full(50, 50.0), np.full(50, 60.0))
+    model = camera_model.fit([(seen, ["kitchen"] * 50)], ROOMS)
+    post = camera_model.posterior_per_second(model, seen, ROOMS)
+    assert (post["kitchen"] == 1.0).all()
+    assert camera_model.fit([(seen, [None] * 50)], ROOMS) is None
+
+
+def test_pir_rooms_follow_where_the_pir_fires():
+    house = convert.House(ROOMS, (), ROOMS, {})
+    stays = pd.DataFrame({"start": [0.0, 100.0], "end": [100.0, 200.0],
+                          "name": ["hall", "stairs"]})
+    pir = pd.DataFrame({"start": [10.0, 110.0], "end": [20.0, 150.0],
+                        "name": ["hall", "hall"], "index": [0, 0]})
+    rec = convert.Recording("00001", 200, pd.DataFrame({"t": []}), pir, {}, stays, None)
+    table = convert.fit_pir_rooms([rec], house)
+    # the hall PIR was on 10 s in the hall and 40 s on the stairs, plus 10 pseudo-seconds
+    # in its own room
+    assert table.loc["pir_hall", "hall"] == pytest.approx(20 / 60)
+    assert table.loc["pir_hall", "stairs"] == pytest.approx(40 / 60)
+    readings = convert.pir_readings(rec, house, table)
+    assert set(readings["symbol"]) == {"hall", "stairs"}
+    per_second = readings.groupby("second")["score"].sum()
+    np.testing.assert_allclose(per_second, convert.PIR_WEIGHT)
+    # a PIR the table does not know names its own room, as before
+    other = convert.Recording("00002", 200, pd.DataFrame({"t": []}),
+                              pir.assign(name="stairs", index=2), {}, None, None)
+    assert set(convert.pir_readings(other, house, table)["symbol"]) == {"stairs"}
