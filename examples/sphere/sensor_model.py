@@ -33,20 +33,11 @@ P_HEAR_RANGE = (0.02, 0.98)  # never certain that an AP hears / misses a packet
 MIN_HEARD = 10  # fewer heard packets than this: use the AP's pooled Gaussian instead
 MIN_ROOM_PACKETS = 20  # a room with fewer training packets is not modelled (score floor)
 POSTERIOR_FLOOR = 1e-4  # no room is ever ruled out by the wearable alone
-COMPONENTS = 1  # RSSI clusters learned per room (a mixture); 2 measured worse, README §3
-UNHEARD_DBM = -105.0  # stands for "not heard" when clustering a room's packets
-KMEANS_ROUNDS = 25
 
 
 @dataclass(frozen=True)
 class RssiModel:
-    """Per-part, per-AP hearing probability and RSSI Gaussian (arrays are parts x APs).
-
-    A part is one RSSI cluster of a room's training packets (up to COMPONENTS per room):
-    the `stairs` label covers both the foot of the staircase beside the kitchen and the
-    landing upstairs, which the access points hear very differently. A room's likelihood
-    is the mixture of its parts, weighted by their training shares.
-    """
+    """Per-room, per-AP hearing probability and RSSI Gaussian (arrays are rooms x APs)."""
 
     rooms: tuple[str, ...]  # rooms with enough training packets, in domain order
     aps: tuple[str, ...]  # access points seen installed in at least one training sequence
@@ -54,15 +45,12 @@ class RssiModel:
     mean: np.ndarray
     sd: np.ndarray
     prior: np.ndarray  # over `rooms`, sums to 1
-    part_room: np.ndarray  # each part's room, an index into `rooms`
-    part_weight: np.ndarray  # each part's share of its room's training packets
 
     def describe(self) -> pd.DataFrame:
         """One row per room and AP: what the model learned, for reading and the README."""
-        rows = [{"room": self.rooms[r], "part": i, "weight": self.part_weight[i], "ap": a,
-                 "p_hear": self.p_hear[i, j], "mean_dbm": self.mean[i, j],
+        rows = [{"room": r, "ap": a, "p_hear": self.p_hear[i, j], "mean_dbm": self.mean[i, j],
                  "sd_db": self.sd[i, j]}
-                for i, r in enumerate(self.part_room) for j, a in enumerate(self.aps)]
+                for i, r in enumerate(self.rooms) for j, a in enumerate(self.aps)]
         return pd.DataFrame(rows)
 
 
@@ -71,43 +59,15 @@ def installed_aps(rssi: pd.DataFrame) -> np.ndarray:
     return rssi.notna().any(axis=0).to_numpy()
 
 
-def split_room(x: np.ndarray, heard: np.ndarray, on: np.ndarray,
-               components: int) -> np.ndarray:
-    """Cluster one room's packets by RSSI (k-means, "not heard" as UNHEARD_DBM, an AP not
-    installed as its mean over the packets where it is): each packet's part, 0..n-1.
-    Deterministic (starts from the packets furthest apart along the main axis); a
-    cluster with fewer than MIN_ROOM_PACKETS packets is merged back (one part)."""
-    if components <= 1 or len(x) < components * MIN_ROOM_PACKETS:
-        return np.zeros(len(x), dtype=int)
-    z = np.where(heard & on, x, UNHEARD_DBM)
-    col = np.nanmean(np.where(on, z, np.nan), axis=0)
-    z = np.where(on, z, np.nan_to_num(col, nan=UNHEARD_DBM))
-    centred = z - z.mean(axis=0)
-    axis = np.linalg.svd(centred, full_matrices=False)[2][0]
-    proj = centred @ axis
-    centres = z[np.argsort(proj)[np.linspace(0, len(z) - 1, components).astype(int)]]
-    part = np.zeros(len(z), dtype=int)
-    for _ in range(KMEANS_ROUNDS):
-        part = ((z[:, None, :] - centres[None]) ** 2).sum(axis=2).argmin(axis=1)
-        centres = np.stack([z[part == c].mean(axis=0) if (part == c).any() else centres[c]
-                            for c in range(components)])
-    sizes = np.bincount(part, minlength=components)
-    if (sizes < MIN_ROOM_PACKETS).any():
-        return np.zeros(len(x), dtype=int)
-    return part
-
-
 def fit(training: Iterable[tuple[pd.DataFrame, Sequence]], rooms: Sequence[str],
-        aps: Sequence[str], prior: str = "uniform",
-        components: int = COMPONENTS) -> RssiModel:
+        aps: Sequence[str], prior: str = "uniform") -> RssiModel:
     """Learn the model from (rssi, labels) pairs, one per training sequence.
 
     rssi: one row per packet, one column per AP in `aps` (NaN: not heard). labels: the
     packet's room, or None/NaN where the annotators give none (such packets are left
     out). prior: "uniform" over the modelled rooms (short hall and stairs stays, where
     patterns begin and end, are not talked down by long living-room stays), or
-    "frequency" (the training share of each room's packets). components: RSSI clusters
-    per room (split_room); 1 gives one profile per room.
+    "frequency" (the training share of each room's packets).
     """
     aps = list(aps)
     values, heard, active, labels = [], [], [], []
@@ -132,19 +92,6 @@ def fit(training: Iterable[tuple[pd.DataFrame, Sequence]], rooms: Sequence[str],
     aps = tuple(a for a, u in zip(aps, used) if u)
 
     heard_on = h & on
-    room_of = np.where(onehot.any(axis=1), onehot.argmax(axis=1), -1)  # -1: no known room
-    part_of = np.full(len(x), -1)
-    part_room = []
-    for i in range(len(rooms)):
-        mine = room_of == i
-        split = split_room(x[mine], h[mine], on[mine], components)
-        part_of[mine] = len(part_room) + split
-        part_room += [i] * (split.max() + 1)
-    part_room = np.asarray(part_room)
-    room_packets = onehot.sum(axis=0)
-    onehot = (part_of[:, None] == np.arange(len(part_room))[None, :]).astype(float)
-    part_weight = onehot.sum(axis=0) / room_packets[part_room]
-
     x0 = np.where(heard_on, x, 0.0)
     n = onehot.T @ on  # packets sent from the room while the AP was installed
     k = onehot.T @ heard_on  # ... of which the AP heard
@@ -164,11 +111,10 @@ def fit(training: Iterable[tuple[pd.DataFrame, Sequence]], rooms: Sequence[str],
     if prior == "uniform":
         weights = np.ones(len(rooms))
     elif prior == "frequency":
-        weights = room_packets
+        weights = onehot.sum(axis=0)
     else:
         raise ValueError(f"prior must be 'uniform' or 'frequency', got {prior!r}")
-    return RssiModel(rooms, aps, p_hear, mean, sd, weights / weights.sum(), part_room,
-                     part_weight)
+    return RssiModel(rooms, aps, p_hear, mean, sd, weights / weights.sum())
 
 
 def packet_log_likelihood(model: RssiModel, rssi: pd.DataFrame,
@@ -187,13 +133,7 @@ def packet_log_likelihood(model: RssiModel, rssi: pd.DataFrame,
                  - np.log(model.sd * np.sqrt(2 * np.pi)))
     ll = np.where(h, np.log(model.p_hear) + np.nan_to_num(log_gauss),
                   np.log1p(-model.p_hear))
-    part = (ll * np.asarray(installed, dtype=float)).sum(axis=2) + np.log(model.part_weight)
-    out = np.empty((len(part), len(model.rooms)))
-    for i in range(len(model.rooms)):  # a room: log of the weighted sum of its parts
-        mine = part[:, model.part_room == i]
-        top = mine.max(axis=1, keepdims=True)
-        out[:, i] = (top + np.log(np.exp(mine - top).sum(axis=1, keepdims=True)))[:, 0]
-    return out
+    return (ll * np.asarray(installed, dtype=float)).sum(axis=2)
 
 
 def posterior_per_second(model: RssiModel, t: np.ndarray, rssi: pd.DataFrame,
