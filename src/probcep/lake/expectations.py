@@ -55,6 +55,15 @@ def data_docs_once():
             gx_context(docs_dir).build_data_docs(resource_identifiers=keys)
 
 
+def import_meanwhile() -> None:
+    """Import GX in a background thread: a step that starts Spark spends seconds waiting
+    for the JVM, and GX's import is seconds of Python that the other core can do then."""
+    import threading
+
+    threading.Thread(target=__import__, args=("great_expectations",), daemon=True,
+                     name="import great_expectations").start()
+
+
 def suite_spec(name: str) -> dict:
     """A packaged suite template, by name."""
     return json.loads((files("probcep.lake") / "suites" / f"{name}.json").read_text())

@@ -191,8 +191,10 @@ class RunContext:
     def spark(self):
         """The Spark session, started on first use (steps that need no Spark never pay
         for a JVM)."""
+        from probcep.lake.expectations import import_meanwhile
         from probcep.lake.spark import spark_session
 
+        import_meanwhile()  # every step that starts Spark validates with GX
         return spark_session(self.master or self.settings.spark_master)
 
     def for_day(self, day: dt.date) -> RunContext:
