@@ -128,7 +128,8 @@ def landing_files(settings: Settings, day: dt.date) -> list[Path]:
 
 def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
     """The records of the files (each of its batch day: `day_of`), cached, with the
-    number each file holds and the files that cannot be read (each `Unreadable`). Every
+    number each file holds, the files that cannot be read (each `Unreadable`) and
+    whether any record is wide. Every
     record carries its batch day (`batch_date`) and that day's timesteps [`_first`,
     `_stop`), so the days of a backfill are checked in one pass.
 
@@ -151,16 +152,17 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
         frames = [_of_day(o.records, day_of[o.path], settings) for o in opened
                   if o.records is not None]
         if not frames:
-            return None, {str(o.path): 0 for o in opened}, unreadable
+            return None, {str(o.path): 0 for o in opened}, unreadable, False
         records = frames[0]
         for frame in frames[1:]:
             records = records.unionByName(frame)
         records = records.withColumn("_record", F.monotonically_increasing_id()).cache()
         try:
-            counts = {r["source_file"]: (r["n"], r["bad_text"]) for r in
+            counts = {r["source_file"]: (r["n"], r["bad_text"], r["wide"]) for r in
                       records.groupBy("source_file").agg(
                           F.count(F.lit(1)).alias("n"),
-                          F.sum(F.col("bad_text").cast("long")).alias("bad_text")).collect()}
+                          F.sum(F.col("bad_text").cast("long")).alias("bad_text"),
+                          F.max(F.col("layout") == "wide").alias("wide")).collect()}
         except Exception as error:  # a file Spark could not read: set it aside, read again
             records.unpersist()
             found = unreadable_from_error(error, [o.path for o in opened])
@@ -168,7 +170,8 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
                 raise
             unreadable[found.path] = found
             continue
-        return records, _counted(opened, counts, unreadable), unreadable
+        wide = any(w for _, _, w in counts.values())
+        return records, _counted(opened, counts, unreadable), unreadable, wide
 
 
 def _of_day(records, day: dt.date, settings: Settings):
@@ -186,7 +189,7 @@ def _counted(opened: list[Opened], counts: dict, unreadable: dict) -> dict[str, 
     A Parquet file must yield the rows its footer states."""
     out = {}
     for o in opened:
-        n, bad_text = counts.get(str(o.path), (0, 0))
+        n, bad_text, _ = counts.get(str(o.path), (0, 0, False))
         if bad_text:
             unreadable[o.path] = Unreadable(o.path, "not UTF-8 text",
                                             f"{bad_text} of its {n} records hold bytes "
@@ -440,12 +443,11 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
     from pyspark.sql import functions as F
 
     domain = settings.domain
-    records, counts, unreadable = read_records(spark, day_of, settings)
+    records, counts, unreadable, wide = read_records(spark, day_of, settings)
     stamp = F.current_timestamp().alias("ingest_time")
     bad = _unreadable_rows(spark, unreadable, day_of)
     good = None
     if records is not None:
-        wide = records.where(F.col("layout") == "wide").limit(1).count() > 0
         rows = checked(records.where(F.col("source_file").isin(*counts)), settings, wide)
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
             .unionByName(bad)
