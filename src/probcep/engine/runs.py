@@ -31,12 +31,17 @@ def _sat_add(a, b):
 
 @njit(cache=True, nogil=True)
 def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, merge,
-            rq, rs, rc, rm, n, oq, os_, oc, om, slot, touched,
+            rq, rs, rc, rm, n, oq, os_, oc, om, slot, stamp,
             ev_t, ev_s, ev_c, ev_m, n_ev):
     """Advance the runs over probs[row0:], recording per (end, start) the matches.
 
+    Merging (θ = 0): slot[q] is the output run of the current start in state q when
+    stamp[q] holds the current start's serial number, so moving on to the next start
+    (at θ = 0 about w times a row) resets nothing.
     Returns (row reached, live runs, events, status). Runs stay ordered by start.
     """
+    stamp[:] = -1
+    serial = 0
     n_sym = probs.shape[1]
     cap_runs = oq.shape[0]
     cap_ev = ev_t.shape[0]
@@ -45,17 +50,16 @@ def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, 
             return r, n, n_ev, GROW
         t = t0 + r
         m = 0
-        n_touched = 0
-        prev_s = -(2 ** 62)
+        first = True
+        prev_s = 0
         for i in range(n + 1):
             if i < n:
                 q, s, c, p = rq[i], rs[i], rc[i], rm[i]
             else:
                 q, s, c, p = start, t, 1, 1.0
-            if merge and s != prev_s:
-                for k in range(n_touched):
-                    slot[touched[k]] = -1
-                n_touched = 0
+            if merge and (first or s != prev_s):
+                serial += 1
+                first = False
                 prev_s = s
             length = t - s + 1
             for a in range(n_sym):
@@ -83,22 +87,19 @@ def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, 
                 if d >= UNREACHABLE or (window > 0 and length + d > window):
                     continue
                 if merge:
-                    j = slot[q2]
-                    if j >= 0:
+                    if stamp[q2] == serial:
+                        j = slot[q2]
                         oc[j] = _sat_add(oc[j], c)
                         if p2 > om[j]:
                             om[j] = p2
                         continue
+                    stamp[q2] = serial
                     slot[q2] = m
-                    touched[n_touched] = q2
-                    n_touched += 1
                 oq[m] = q2
                 os_[m] = s
                 oc[m] = c
                 om[m] = p2
                 m += 1
-        for k in range(n_touched):
-            slot[touched[k]] = -1
         for i in range(m):  # a plain loop: slicing costs more than the copy
             rq[i] = oq[i]
             rs[i] = os_[i]
@@ -148,8 +149,8 @@ class RunTracker:
             ev = (np.empty(cap_ev, np.int64), np.empty(cap_ev, np.int64),
                   np.empty(cap_ev, np.int64), np.empty(cap_ev, np.float64))
         n_ev = 0
-        slot = np.full(dfa.n_states, -1, np.int64)
-        touched = np.empty(dfa.n_states, np.int64)
+        slot = np.empty(dfa.n_states, np.int64)
+        stamp = np.full(dfa.n_states, -1, np.int64)
         row = 0
         while True:
             cap = len(self.q)
@@ -158,7 +159,7 @@ class RunTracker:
             row, self.n, n_ev, status = advance(
                 probs, row, t0, dfa.delta, dfa.start, dfa.accepting, dfa.dist_next,
                 self.window, self.theta, self.merge,
-                self.q, self.s, self.c, self.m, self.n, *out, slot, touched, *ev, n_ev)
+                self.q, self.s, self.c, self.m, self.n, *out, slot, stamp, *ev, n_ev)
             if status == DONE:
                 break
             need = (self.n + 1) * n_sym
