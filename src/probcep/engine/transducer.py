@@ -43,7 +43,8 @@ COVER_DROP = 1e-18
 #: ... while the mass it has dropped stays within this. The pass's steps are linear and
 #: keep the L1 norm (mode A loses no mass, then each row is normalized), so an error in
 #: its vector never grows: every P(g) of the block is off by at most twice the dropped
-#: mass times its own rows' mass (<= 1), whatever the pattern, window and stream.
+#: mass times its own rows' mass (1 within the input's tolerance), whatever the
+#: pattern, window and stream.
 COVER_BUDGET = 1e-14
 #: Statuses of `_cover_blocks`.
 DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
