@@ -188,8 +188,10 @@ class RunTracker:
             need = (self.n + 1) * n_sym
             if need > cap:
                 self._grow(2 * need)
-            if n_ev + need > len(ev[0]):
-                ev = tuple(_grown(a, 2 * (n_ev + need), n_ev) for a in ev)
+            if n_ev + need > len(ev[0]):  # room for the rest at the rate so far, plus 1/4
+                rest = -(-n_ev * (len(probs) - row) // max(row, 1))
+                size = max(2 * (n_ev + need), n_ev + need + rest + rest // 4)
+                ev = tuple(_grown(a, size, n_ev) for a in ev)
         if n_ev > cap_ev:  # the next block starts with buffers of the size this one needed
             self.events_per_row = -(-n_ev // len(probs)) + 1
         self._ev = ev
