@@ -54,8 +54,8 @@ def parts(draw):
 @settings(max_examples=100, deadline=None)
 @given(parts())
 def test_json_lines_are_those_of_json_dumps(groups):
-    text = "".join(chunk for sid, cols in sorted_groups(groups)
-                   for chunk in group_lines(sid, cols))
+    text = b"".join(chunk for sid, cols in sorted_groups(groups)
+                    for chunk in group_lines(sid, cols)).decode("ascii")
     assert text == reference_lines(groups)
 
 
@@ -112,6 +112,6 @@ def test_many_floats_are_written_as_repr():
     n = len(x)
     cols = GroupColumns(np.arange(n), np.full(n, NONE), np.arange(n) + 3, x,
                         np.ones(n, np.int64), x[::-1].copy())
-    text = "".join(chunk for sid, c in sorted_groups({"s": [cols]})
-                   for chunk in group_lines(sid, c))
+    text = b"".join(chunk for sid, c in sorted_groups({"s": [cols]})
+                    for chunk in group_lines(sid, c)).decode("ascii")
     assert text == reference_lines({"s": [cols]})

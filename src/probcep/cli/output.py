@@ -48,7 +48,8 @@ def write_groups(streams: list[tuple[str, GroupColumns]], output: Path | None) -
 
 
 def group_lines(stream_id: str, cols: GroupColumns):
-    """The JSON lines of one stream's groups, in chunks of text."""
+    """The JSON lines of one stream's groups, in chunks of ASCII bytes (views of Arrow's
+    buffers: a file takes them as they are, with no str made and encoded again)."""
     head = f'{{"stream_id": {json.dumps(stream_id)}, "t_start": '
     first = cols.t_first
     single = bool((first == NONE).all())
@@ -56,7 +57,7 @@ def group_lines(stream_id: str, cols: GroupColumns):
     floats_ok = bool(np.isfinite(cols.probability).all()
                      and np.isfinite(cols.max_match_probability).all())
     if not (exact and floats_ok):  # NaN, infinity or mixed t_first: json.dumps decides
-        yield "".join(_slow_line(stream_id, row) for row in _rows(cols))
+        yield "".join(_slow_line(stream_id, row) for row in _rows(cols)).encode("ascii")
         return
     for lo in range(0, len(cols), LINES_PER_WRITE):
         part = slice(lo, lo + LINES_PER_WRITE)
@@ -86,13 +87,12 @@ def _float_text(x: np.ndarray):
     return text
 
 
-def _joined(lines) -> str:
-    """The values of a string array, end to end, without a Python string per value."""
+def _joined(lines) -> memoryview:
+    """The values of a string array, end to end, as a view of its data buffer."""
     if not len(lines):
-        return ""
+        return memoryview(b"")
     offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset:]
-    data = memoryview(lines.buffers()[2])[offsets[0]:offsets[len(lines)]]
-    return str(data, "ascii")
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[len(lines)]]
 
 
 def _rows(cols: GroupColumns):
@@ -134,18 +134,19 @@ def write_lines(rows: list[dict], output: Path | None) -> None:
 
 
 def write_text(chunks, output: Path | None) -> None:
-    """Chunks of text into `output` or onto stdout. A full disk (or a full pipe target,
-    such as `> /dev/full`) is one error line naming the file, never a traceback, and
-    never a second error when Python flushes stdout at exit."""
+    """Chunks of ASCII text (str, or bytes-like) into `output` or onto stdout. A full
+    disk (or a full pipe target, such as `> /dev/full`) is one error line naming the
+    file, never a traceback, and never a second error when Python flushes stdout at
+    exit."""
     if output is not None:
-        with writing(output), open(output, "w", encoding="ascii", newline="") as f:
+        with writing(output), open(output, "wb") as f:
             for text in chunks:
-                f.write(text)
+                f.write(text.encode("ascii") if isinstance(text, str) else text)
         return
     with writing("<stdout>"):
         try:
             for text in chunks:
-                sys.stdout.write(text)
+                sys.stdout.write(text if isinstance(text, str) else str(text, "ascii"))
             sys.stdout.flush()
         except OSError:
             _drop_stdout()

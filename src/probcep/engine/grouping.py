@@ -207,8 +207,11 @@ class StreamMatcher:
         return self._emit(final_before=self.runs.min_start())
 
     def _add_events(self, ev_t, ev_s, ev_c, ev_m):
-        columns = int(np.count_nonzero(np.diff(ev_t))) + 1
-        need = self.n_open + columns
+        # One column per end time: their span bounds them without a pass over the events
+        # (about w a row at θ = 0); they are counted only when the bound does not fit.
+        need = self.n_open + int(ev_t[-1] - ev_t[0]) + 1
+        if need > len(self.open_i):
+            need = self.n_open + int(np.count_nonzero(np.diff(ev_t))) + 1
         if need > len(self.open_i):
             size = 2 * need
             self.open_i = np.resize(self.open_i, (size, 6))

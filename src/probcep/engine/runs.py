@@ -29,83 +29,107 @@ def _sat_add(a, b):
     return a + b if a <= COUNT_MAX - b else COUNT_MAX
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row(probs, r, t, delta, start, accepting, dist_next, window, theta, merge,
+         rq, rs, rc, rm, n, oq, os_, oc, om, slot, stamp, serial,
+         ev_t, ev_s, ev_c, ev_m, n_ev):
+    """One row: the runs (rq..)[:n] into (oq..); returns (runs, events, serial)."""
+    n_sym = probs.shape[1]
+    m = 0
+    first = True
+    prev_s = 0
+    for i in range(n + 1):
+        if i < n:
+            q, s, c, p = rq[i], rs[i], rc[i], rm[i]
+        else:
+            q, s, c, p = start, t, 1, 1.0
+        if merge and (first or s != prev_s):
+            serial += 1
+            first = False
+            prev_s = s
+        length = t - s + 1
+        for a in range(n_sym):
+            pa = probs[r, a]
+            if pa <= 0.0:
+                continue
+            q2 = delta[q, a]
+            if q2 < 0:
+                continue
+            p2 = p * pa
+            if p2 <= 0.0 or p2 < theta:
+                continue
+            if accepting[q2]:
+                if n_ev > 0 and ev_t[n_ev - 1] == t and ev_s[n_ev - 1] == s:
+                    ev_c[n_ev - 1] = _sat_add(ev_c[n_ev - 1], c)
+                    if p2 > ev_m[n_ev - 1]:
+                        ev_m[n_ev - 1] = p2
+                else:
+                    ev_t[n_ev] = t
+                    ev_s[n_ev] = s
+                    ev_c[n_ev] = c
+                    ev_m[n_ev] = p2
+                    n_ev += 1
+            d = dist_next[q2]
+            if d >= UNREACHABLE or (window > 0 and length + d > window):
+                continue
+            if merge:
+                if stamp[q2] == serial:
+                    j = slot[q2]
+                    oc[j] = _sat_add(oc[j], c)
+                    if p2 > om[j]:
+                        om[j] = p2
+                    continue
+                stamp[q2] = serial
+                slot[q2] = m
+            oq[m] = q2
+            os_[m] = s
+            oc[m] = c
+            om[m] = p2
+            m += 1
+    return m, n_ev, serial
+
+
 @njit(cache=True, nogil=True)
 def advance(probs, row0, t0, delta, start, accepting, dist_next, window, theta, merge,
-            rq, rs, rc, rm, n, oq, os_, oc, om, slot, touched,
+            rq, rs, rc, rm, n, oq, os_, oc, om, slot, stamp,
             ev_t, ev_s, ev_c, ev_m, n_ev):
     """Advance the runs over probs[row0:], recording per (end, start) the matches.
 
+    Rows go in pairs, (rq..) -> (oq..) -> (rq..), so that no row copies its runs back;
+    an odd last row copies them once.
+    Merging (θ = 0): slot[q] is the output run of the current start in state q when
+    stamp[q] holds the current start's serial number, so moving on to the next start
+    (at θ = 0 about w times a row) resets nothing.
     Returns (row reached, live runs, events, status). Runs stay ordered by start.
     """
+    stamp[:] = -1
+    serial = 0
     n_sym = probs.shape[1]
     cap_runs = oq.shape[0]
     cap_ev = ev_t.shape[0]
-    for r in range(row0, probs.shape[0]):
+    r = row0
+    end = probs.shape[0]
+    while r < end:
         if (n + 1) * n_sym > cap_runs or n_ev + (n + 1) * n_sym > cap_ev:
             return r, n, n_ev, GROW
-        t = t0 + r
-        m = 0
-        n_touched = 0
-        prev_s = -(2 ** 62)
-        for i in range(n + 1):
-            if i < n:
-                q, s, c, p = rq[i], rs[i], rc[i], rm[i]
-            else:
-                q, s, c, p = start, t, 1, 1.0
-            if merge and s != prev_s:
-                for k in range(n_touched):
-                    slot[touched[k]] = -1
-                n_touched = 0
-                prev_s = s
-            length = t - s + 1
-            for a in range(n_sym):
-                pa = probs[r, a]
-                if pa <= 0.0:
-                    continue
-                q2 = delta[q, a]
-                if q2 < 0:
-                    continue
-                p2 = p * pa
-                if p2 <= 0.0 or p2 < theta:
-                    continue
-                if accepting[q2]:
-                    if n_ev > 0 and ev_t[n_ev - 1] == t and ev_s[n_ev - 1] == s:
-                        ev_c[n_ev - 1] = _sat_add(ev_c[n_ev - 1], c)
-                        if p2 > ev_m[n_ev - 1]:
-                            ev_m[n_ev - 1] = p2
-                    else:
-                        ev_t[n_ev] = t
-                        ev_s[n_ev] = s
-                        ev_c[n_ev] = c
-                        ev_m[n_ev] = p2
-                        n_ev += 1
-                d = dist_next[q2]
-                if d >= UNREACHABLE or (window > 0 and length + d > window):
-                    continue
-                if merge:
-                    j = slot[q2]
-                    if j >= 0:
-                        oc[j] = _sat_add(oc[j], c)
-                        if p2 > om[j]:
-                            om[j] = p2
-                        continue
-                    slot[q2] = m
-                    touched[n_touched] = q2
-                    n_touched += 1
-                oq[m] = q2
-                os_[m] = s
-                oc[m] = c
-                om[m] = p2
-                m += 1
-        for k in range(n_touched):
-            slot[touched[k]] = -1
-        for i in range(m):  # a plain loop: slicing costs more than the copy
-            rq[i] = oq[i]
-            rs[i] = os_[i]
-            rc[i] = oc[i]
-            rm[i] = om[i]
-        n = m
-    return probs.shape[0], n, n_ev, DONE
+        m, n_ev, serial = _row(probs, r, t0 + r, delta, start, accepting, dist_next, window,
+                               theta, merge, rq, rs, rc, rm, n, oq, os_, oc, om, slot,
+                               stamp, serial, ev_t, ev_s, ev_c, ev_m, n_ev)
+        r += 1
+        if r == end or ((m + 1) * n_sym > cap_runs
+                        or n_ev + (m + 1) * n_sym > cap_ev):
+            for i in range(m):  # back into rq..: a plain loop costs less than slicing
+                rq[i] = oq[i]
+                rs[i] = os_[i]
+                rc[i] = oc[i]
+                rm[i] = om[i]
+            n = m
+            continue
+        n, n_ev, serial = _row(probs, r, t0 + r, delta, start, accepting, dist_next, window,
+                               theta, merge, oq, os_, oc, om, m, rq, rs, rc, rm, slot,
+                               stamp, serial, ev_t, ev_s, ev_c, ev_m, n_ev)
+        r += 1
+    return end, n, n_ev, DONE
 
 
 def _grown(array: np.ndarray, size: int, used: int) -> np.ndarray:
@@ -148,8 +172,8 @@ class RunTracker:
             ev = (np.empty(cap_ev, np.int64), np.empty(cap_ev, np.int64),
                   np.empty(cap_ev, np.int64), np.empty(cap_ev, np.float64))
         n_ev = 0
-        slot = np.full(dfa.n_states, -1, np.int64)
-        touched = np.empty(dfa.n_states, np.int64)
+        slot = np.empty(dfa.n_states, np.int64)
+        stamp = np.full(dfa.n_states, -1, np.int64)
         row = 0
         while True:
             cap = len(self.q)
@@ -158,14 +182,16 @@ class RunTracker:
             row, self.n, n_ev, status = advance(
                 probs, row, t0, dfa.delta, dfa.start, dfa.accepting, dfa.dist_next,
                 self.window, self.theta, self.merge,
-                self.q, self.s, self.c, self.m, self.n, *out, slot, touched, *ev, n_ev)
+                self.q, self.s, self.c, self.m, self.n, *out, slot, stamp, *ev, n_ev)
             if status == DONE:
                 break
             need = (self.n + 1) * n_sym
             if need > cap:
                 self._grow(2 * need)
-            if n_ev + need > len(ev[0]):
-                ev = tuple(_grown(a, 2 * (n_ev + need), n_ev) for a in ev)
+            if n_ev + need > len(ev[0]):  # room for the rest at the rate so far, plus 1/4
+                rest = -(-n_ev * (len(probs) - row) // max(row, 1))
+                size = max(2 * (n_ev + need), n_ev + need + rest + rest // 4)
+                ev = tuple(_grown(a, size, n_ev) for a in ev)
         if n_ev > cap_ev:  # the next block starts with buffers of the size this one needed
             self.events_per_row = -(-n_ev // len(probs)) + 1
         self._ev = ev

@@ -36,6 +36,16 @@ COVER_CELLS = 1 << 23
 #: Groups share a forward pass per this many windows of t_first: the pass starts one
 #: window early, so the shared work is (COVER_BLOCK + 1) / COVER_BLOCK of the rows.
 COVER_BLOCK = 8
+#: A shared pass drops a composite whose share of its normalized vector is below this
+#: (at θ = 0 most composites hold runs too unlikely to matter: without this the pass
+#: carries O(w) of them at every row) ...
+COVER_DROP = 1e-18
+#: ... while the mass it has dropped stays within this. The pass's steps are linear and
+#: keep the L1 norm (mode A loses no mass, then each row is normalized), so an error in
+#: its vector never grows: every P(g) of the block is off by at most twice the dropped
+#: mass times its own rows' mass (1 within the input's tolerance), whatever the
+#: pattern, window and stream.
+COVER_BUDGET = 1e-14
 #: Statuses of `_cover_blocks`.
 DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
@@ -216,7 +226,8 @@ def _row_sums(rows, lo, hi, out):
 
 @njit(cache=True, nogil=True)
 def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, beta_lo,
-                  closed, out, pos, ids, vals, out_ids, out_vals, out_free, mark):
+                  closed, out, pos, ids, vals, out_ids, out_vals, out_free, mark, dropped,
+                  drop, budget):
     """Complete-overlap P(g) at θ = 0 for the groups of each block, sharing one mode-A
     pass per block (see `Transducer.cover_probabilities`).
 
@@ -225,6 +236,9 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
     (ids, vals) holds the distribution before that row, normalized to sum 1. Returns a
     status: DONE, or NEED_A / NEED_T / NEED_B with the composite that needs its mode-A
     row, mode-T row or mode-B closure built (pos then says where to resume).
+    The pass drops a composite whose share is below `drop` while dropped[0], the mass
+    its pass has dropped so far, stays within `budget` (`COVER_DROP`); dropped[1] sums
+    what all passes dropped.
     """
     n_beta = beta.shape[1]
     b, g, r, nvec = pos[0], pos[1], pos[2], pos[3]
@@ -234,6 +248,7 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
             ids[0] = EMPTY
             vals[0] = 1.0
             nvec = 1
+            dropped[0] = 0.0
         while g < block_end[b]:
             f = firsts[g]
             here = r == f  # group g's t_first: its mode-T step rides on this row's step
@@ -268,12 +283,20 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
             mass = 0.0
             for i in range(m):
                 mass += out_vals[i]
+            cut = drop * mass
+            k = 0
             for i in range(m):
-                ids[i] = out_ids[i]
-                vals[i] = out_vals[i] / mass
-            if m == 1:
+                x = out_vals[i]
+                if x < cut and dropped[0] + x / mass <= budget:
+                    dropped[0] += x / mass
+                    dropped[1] += x / mass
+                    continue
+                ids[k] = out_ids[i]
+                vals[k] = x / mass
+                k += 1
+            if k == 1:
                 vals[0] = 1.0  # exactly: a pass that reaches one composite forgets its past
-            nvec = m
+            nvec = k
             r += 1
         b += 1
         nvec = 0
@@ -297,6 +320,12 @@ class Transducer:
         #: Memo for the matchers sharing this transducer: whether a silent row (θ, row
         #: bytes) leaves a matcher without live runs where it found none.
         self.inert: dict[tuple[float, bytes], bool] = {}
+        #: `cover_probabilities` drops what is below this share (0: nothing) ...
+        self.cover_drop = COVER_DROP
+        #: ... while its pass has dropped at most this mass.
+        self.cover_budget = COVER_BUDGET
+        #: The mass all its passes have dropped so far (for the tests).
+        self.cover_dropped = 0.0
 
     @property
     def n_states(self) -> int:
@@ -435,6 +464,7 @@ class Transducer:
         _row_sums(rows, int(anchors[0]), hi, sums)
         out = np.zeros(len(firsts))
         pos = np.zeros(4, np.int64)  # where _cover_blocks resumes, with the vector kept
+        dropped = np.zeros(2)  # and the mass its pass has dropped
         kept, beta = (np.zeros(0, np.int64), np.zeros(0)), None
         while True:
             if beta is None:
@@ -448,8 +478,10 @@ class Transducer:
             status, cid = _cover_blocks(self.table, rows, sums, anchors, block_end, starts,
                                         firsts, beta, beta_lo, self.b_closed, out, pos, ids,
                                         vals, np.empty(size, np.int64), np.empty(size),
-                                        np.empty(size), mark)
+                                        np.empty(size), mark, dropped, self.cover_drop,
+                                        self.cover_budget)
             if status == DONE:
+                self.cover_dropped += dropped[1]
                 return out
             kept = ids[: pos[3]].copy(), vals[: pos[3]].copy()
             if status == NEED_B:

@@ -1,0 +1,93 @@
+"""Complete overlap at θ = 0: the shared pass drops composites of negligible mass
+(transducer.COVER_DROP) within an error budget; these tests check that it does drop
+and that the error stays within the bound the budget gives."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from probcep.engine import Query, StreamMatcher
+from probcep.engine.grouping import GroupColumns
+from probcep.engine.transducer import COVER_BUDGET, Transducer
+
+from .reference import reference_groups
+from .test_against_reference import _compile_or_skip, cases
+
+
+def _stream(n: int, noise: float, seed: int) -> np.ndarray:
+    """A true symbol per timestep and `noise` on the others: long runs of one symbol
+    become very unlikely, so most composites of a long window carry almost no mass."""
+    rng = np.random.default_rng(seed)
+    probs = rng.uniform(0.0, noise, (n, 4))
+    rows = np.arange(n)
+    true = rng.integers(0, 4, n)
+    probs[rows, true] = 0.0
+    probs[rows, true] = 1.0 - probs.sum(axis=1)
+    return probs
+
+
+def _groups(query, probs, drop=None, budget=None, cuts=()):
+    transducer = Transducer(query.dfa, query.window)
+    if drop is not None:
+        transducer.cover_drop, transducer.cover_budget = drop, budget
+    matcher = StreamMatcher(query, transducer)
+    parts = [matcher.feed_columns(lo, probs[lo:hi])
+             for lo, hi in zip((0, *cuts), (*cuts, len(probs)))]
+    return GroupColumns.concat([*parts, matcher.finish_columns()]), transducer
+
+
+def test_dropping_stays_within_1e_12_of_the_full_pass():
+    probs = _stream(6000, 0.05, 3)
+    for pattern, window in (("a b+ c", 50), ("a (b | c)* d", 30), ("(a | d) b{2,} c", 25)):
+        query = Query.build(pattern, "abcd", policy="complete", threshold=0.0, window=window)
+        got, transducer = _groups(query, probs)
+        want, full = _groups(query, probs, drop=0.0, budget=0.0)
+        assert transducer.cover_dropped > 0.0, pattern  # the shortcut was taken
+        assert full.cover_dropped == 0.0
+        for name in ("t_start", "t_first", "t_end", "n_matches", "max_match_probability"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+        np.testing.assert_allclose(got.probability, want.probability, rtol=0, atol=1e-12)
+        assert np.abs(got.probability - want.probability).max() <= 2.01 * COVER_BUDGET
+
+
+def test_a_large_budget_is_spent_and_bounds_the_error():
+    """With drops far from negligible the error is visible, and within twice the budget."""
+    probs = _stream(3000, 0.2, 5)
+    query = Query.build("a b+ c", "abcd", policy="complete", threshold=0.0, window=20)
+    want, _ = _groups(query, probs, drop=0.0, budget=0.0)
+    for budget in (1e-6, 1e-3):
+        got, transducer = _groups(query, probs, drop=0.05, budget=budget)
+        error = np.abs(got.probability - want.probability).max()
+        assert transducer.cover_dropped > 0.0
+        assert 0.0 < error <= 2.0 * budget * (1 + 1e-9)
+
+
+def test_dropping_gives_the_same_bits_for_any_split():
+    probs = _stream(5000, 0.05, 11)
+    query = Query.build("a b+ c", "abcd", policy="complete", threshold=0.0, window=40)
+    one, transducer = _groups(query, probs)
+    assert transducer.cover_dropped > 0.0
+    for cuts in ((1, 333, 334, 2500), (1999, 4001)):
+        split, _ = _groups(query, probs, cuts=cuts)
+        for name in GroupColumns.__dataclass_fields__:
+            np.testing.assert_array_equal(getattr(split, name), getattr(one, name))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(cases(), st.integers(1, 9), st.sampled_from([0.01, 0.1]))
+def test_the_bound_holds_against_the_reference(case, window, budget):
+    """Any pattern, any stream: dropping shares below 0.3 up to `budget` moves no P(g)
+    from the reference's by more than twice the budget (the tiny streams of the
+    reference need large drops to show an error at all)."""
+    letters, text, regex, probs = case
+    query = _compile_or_skip(text, regex, letters, policy="complete", threshold=0.0,
+                             window=window)
+    want = reference_groups(probs.tolist(), letters, regex, "complete", 0.0, window, 0)
+    got, _ = _groups(query, probs, drop=0.3, budget=budget)
+    assert [(s, f, e) for s, f, e in zip(got.t_start, got.t_first, got.t_end)] == [
+        w[:3] for w in want]
+    for g, w in zip(got.probability, want):
+        assert abs(g - w[3]) <= 2.0 * budget + 1e-9
