@@ -112,6 +112,12 @@ def table_name(suite: str) -> str:
     return suite.replace("_", "/", 1)
 
 
+def days_name(days) -> str:
+    """How a validation of rows of these days (in order) names them: `2026-01-01`, or
+    `2026-01-01..2026-01-06` for a backfill's pass."""
+    return days[0].isoformat() if len(days) == 1 else f"{days[0]}..{days[-1]}"
+
+
 def run_name(suite: str, day: str | None = None, run_id: str | None = None) -> str:
     """GX's run name for a validation: the suite, the day and the run, those given."""
     return " ".join(str(part) for part in (suite, day, run_id) if part)

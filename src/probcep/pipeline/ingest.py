@@ -507,13 +507,13 @@ def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestRepor
 def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
     from contextlib import ExitStack
 
-    from probcep.lake.expectations import BRONZE_SUITE, validate
+    from probcep.lake.expectations import BRONZE_SUITE, days_name, validate
 
     settings, lake, days = ctx.settings, ctx.lake, sorted(files)
     batch = checked_files(ctx.spark, settings, {f: d for d in days for f in files[d]})
     try:
         validate(batch.good, BRONZE_SUITE, settings.domain,  # before anything is written
-                 day=_span(days), run_id=ctx.run_id)
+                 day=days_name(days), run_id=ctx.run_id)
         with ExitStack() as held:
             for day in days:
                 held.enter_context(BRONZE.lock(lake, day))
@@ -555,8 +555,3 @@ def _day_report(day: dt.date, files: list[Path], batch: CheckedBatch, good_dir: 
                           f"{report.quarantined / report.rows:.3f} exceeds "
                           f"max_quarantine_fraction {settings.max_quarantine_fraction}")
     return report
-
-
-def _span(days: list[dt.date]) -> str:
-    """How a validation of these days names them (Data Docs, errors)."""
-    return days[0].isoformat() if len(days) == 1 else f"{days[0]}..{days[-1]}"

@@ -52,7 +52,7 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
     after it, so a backfill's days also take late readings that landed in its later
     days (as normalizing them again would).
     """
-    from probcep.lake.expectations import SILVER_SUITE, validate
+    from probcep.lake.expectations import SILVER_SUITE, days_name, validate
 
     settings, lake = ctx.settings, ctx.lake
     reports, heard = {}, []
@@ -72,8 +72,7 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
 
         def check(staged):
             validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
-                     day=heard[0].isoformat() if len(heard) == 1
-                     else f"{heard[0]}..{heard[-1]}", run_id=ctx.run_id)
+                     day=days_name(heard), run_id=ctx.run_id)
 
         made = replace_days(silver, SILVER, lake, heard,
                             lambda d: {"run_id": ctx.run_id, "date": d.isoformat()},

@@ -71,7 +71,7 @@ def run_days(ctx: RunContext, first: dt.date, last: dt.date) -> list[DayReport]:
                                 leave=False) as progress:
         for k in range(0, len(days), per_pass):
             chunk = days[k:k + per_pass]
-            ctx.source.prepare(ctx.for_day(chunk[0]) if len(chunk) == 1 else ctx, chunk)
+            ctx.source.prepare(ctx, chunk)  # the backfill's run id: one pass, many days
             for day in chunk:
                 reports.append(gold_day(ctx.for_day(day), day))
                 ctx.echo(reports[-1].line())
