@@ -156,7 +156,7 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
         records = frames[0]
         for frame in frames[1:]:
             records = records.unionByName(frame)
-        records = records.withColumn("_record", F.monotonically_increasing_id()).cache()
+        records = records.cache()
         try:
             counts = {r["source_file"]: (r["n"], r["bad_text"], r["wide"]) for r in
                       records.groupBy("source_file").agg(
@@ -289,13 +289,15 @@ def checked(records, settings: Settings, wide_rows: bool = True):
 
 def readings(good, domain, wide_rows: bool = True):
     """Good records as long readings: a wide row gives one per symbol column it has (a
-    renormalized row's values divided by its sum)."""
+    renormalized row's values divided by its sum). `_lead` marks each record's first
+    reading, so records are counted without a distinct count."""
     from pyspark.sql import functions as F
 
     if not wide_rows:
         return good.select("stream_id", "sensor_id", F.col("ts_typed").alias("ts"),
                            "symbol", F.col("score_typed").alias("score"), "batch_date",
-                           "source_file", "_record", "late", "renormalized")
+                           "source_file", F.lit(True).alias("_lead"), "late",
+                           "renormalized")
 
     scale = F.when(F.col("renormalized"), F.col("_total")).otherwise(F.lit(1.0))
     wide_pairs = F.filter(F.array(*[
@@ -304,10 +306,11 @@ def readings(good, domain, wide_rows: bool = True):
     long_pair = F.array(F.struct(F.col("symbol").alias("symbol"),
                                  F.col("score_typed").alias("score")))
     pairs = F.when(F.col("layout") == "long", long_pair).otherwise(wide_pairs)
-    return (good.withColumn("_p", F.explode(pairs))
+    return (good.select("*", F.posexplode(pairs).alias("_k", "_p"))
             .select("stream_id", "sensor_id", F.col("ts_typed").alias("ts"),
                     F.col("_p.symbol").alias("symbol"), F.col("_p.score").alias("score"),
-                    "batch_date", "source_file", "_record", "late", "renormalized"))
+                    "batch_date", "source_file", (F.col("_k") == 0).alias("_lead"), "late",
+                    "renormalized"))
 
 
 def quarantine_rows(bad, domain):
@@ -373,9 +376,10 @@ def _taken(good) -> Taken:
 
     per_file = {r["source_file"]: (r["n"], r["records"], r["late"], r["renorm"])
                 for r in good.groupBy("source_file").agg(
-                    F.count(F.lit(1)).alias("n"), F.countDistinct("_record").alias("records"),
+                    F.count(F.lit(1)).alias("n"),
+                    F.sum(F.col("_lead").cast("long")).alias("records"),
                     F.sum(F.col("late").cast("long")).alias("late"),
-                    F.countDistinct(F.when(F.col("renormalized"), F.col("_record")))
+                    F.sum((F.col("_lead") & F.col("renormalized")).cast("long"))
                     .alias("renorm")).collect()}
     duplicates = {r["batch_date"]: r["extra"] for r in
                   good.groupBy("batch_date", "stream_id", "sensor_id", "ts", "symbol", "score")
@@ -424,11 +428,11 @@ class CheckedBatch:
     taken: Taken
     counts: dict  # records per readable file
     unreadable: dict  # Path -> Unreadable
-    records: object = None  # the cached records behind both frames
+    cached: tuple = ()  # the cached records, and their checks, behind both frames
 
     def release(self) -> None:
-        if self.records is not None:
-            self.records.unpersist()
+        for frame in self.cached:
+            frame.unpersist()
 
 
 def checked_batch(spark, settings: Settings, files: list[Path], day: dt.date) -> CheckedBatch:
@@ -446,9 +450,11 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
     records, counts, unreadable, wide = read_records(spark, day_of, settings)
     stamp = F.current_timestamp().alias("ingest_time")
     bad = _unreadable_rows(spark, unreadable, day_of)
-    good = None
-    if records is not None:
-        rows = checked(records.where(F.col("source_file").isin(*counts)), settings, wide)
+    good, cached = None, ()
+    if records is not None:  # checked once: the counts, the suite and both writes use them
+        rows = checked(records.where(F.col("source_file").isin(*counts)), settings,
+                       wide).cache()
+        cached = (records, rows)
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
             .unionByName(bad)
         good = readings(rows.where(F.col("reason").isNull()), domain, wide)
@@ -459,7 +465,7 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
             "score double, batch_date date, source_file string")) \
         .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
                 "source_file").select(*BRONZE.schema.names)
-    return CheckedBatch(good, bad, taken, counts, unreadable, records)
+    return CheckedBatch(good, bad, taken, counts, unreadable, cached)
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
