@@ -345,15 +345,22 @@ def _unreadable_rows(spark, unreadable: dict, day_of: dict):
 
 
 def _staged_counts(folder: Path, by: str) -> dict[str, int]:
-    """Rows per value of column `by` in a staging folder (that column alone is read)."""
-    import pyarrow.dataset as ds
+    """Rows per value of column `by` in a staging folder: that column alone is read, a
+    row group at a time and kept dictionary-encoded, so the driver's memory does not
+    grow with the day."""
+    from collections import Counter
 
-    parts = sorted(str(p) for p in folder.glob("part-*.parquet"))
-    if not parts:
-        return {}
-    counted = ds.dataset(parts, format="parquet").to_table(columns=[by]) \
-        .group_by(by).aggregate([([], "count_all")])
-    return dict(zip(counted[by].to_pylist(), counted["count_all"].to_pylist()))
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    counts: Counter = Counter()
+    for part in sorted(folder.glob("part-*.parquet")):
+        file = pq.ParquetFile(part, read_dictionary=[by])
+        for g in range(file.num_row_groups):
+            column = file.read_row_group(g, columns=[by]).column(by)
+            for pair in pc.value_counts(column).to_pylist():
+                counts[pair["values"]] += pair["counts"]
+    return dict(counts)
 
 
 @dataclass(frozen=True)
