@@ -70,14 +70,14 @@ def arrive(files: list[Path], order: list[int]) -> None:
         os.utime(files[i], (base + rank * 10, base + rank * 10))
 
 
-def settings_file(tmp: Path, land: Path, lake: Path, max_files: int) -> Path:
+def settings_file(tmp: Path, land: Path, lake: Path, max_files: int, extra: str = "") -> Path:
     (tmp / "patterns.yaml").write_text(REGISTRY)
     path = tmp / f"probcep-{lake.name}.yaml"
     path.write_text(f"lake_root: {lake}\nlanding_dir: {land}\ntimestep_seconds: {STEP}\n"
                     f"epoch: '2026-01-01T00:00:00'\ndomain: [Hallway, Door, Room]\n"
                     f"registry: patterns.yaml\nallowed_lateness_seconds: "
                     f"{LATENESS_HOURS * 3600}\nlive_max_files_per_trigger: {max_files}\n"
-                    f"max_quarantine_fraction: 0.5\n")
+                    f"max_quarantine_fraction: 0.5\n{extra}")
     return path
 
 
@@ -196,6 +196,27 @@ def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_ord
         assert a.num_rows == b.num_rows, t.name
     same_day_tables(tmp / "killed", clean, DAYS)
     same_day_tables(tmp / "killed", tmp / "night", DAYS[:2])
+
+
+@pytest.mark.parametrize("policy", ["creation", "priority", "lru"])
+def test_every_eviction_policy_writes_the_same_rows_with_at_most_its_capacity_in_memory(
+        spark, night, in_order, policy):
+    """Two streams' states in memory (of five streams, two patterns): every policy
+    misses, and writes the rows of the uncached run and of the night."""
+    tmp, files = night
+    arrive(files, list(range(len(files))))
+    lake = tmp / f"cache-{policy}"
+    settings = settings_file(tmp, tmp / "landing", lake, 2,
+                             f"live_cache_streams: 2\nlive_cache_policy: {policy}\n")
+    query = LiveQuery(context(spark, settings, "live"))
+    query.run(once=True)
+    assert query.states.peak <= 2 * 2  # two streams x two patterns
+    status = LIVE_STATUS.read(lake)
+    assert pc.sum(status["cache_misses"]).as_py() > 0
+    same_day_tables(lake, tmp / "night", DAYS[:2])
+    for t in (GROUPS, ALERTS):
+        pd.testing.assert_frame_equal(rows(t, lake, DAYS), rows(t, in_order, DAYS),
+                                      obj=t.name)
 
 
 def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, in_order):
