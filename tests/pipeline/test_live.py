@@ -18,7 +18,16 @@ import pandas as pd
 import pyarrow.compute as pc
 import pytest
 
-from probcep.lake.tables import ALERT_CHANGES, ALERTS, BRONZE, GROUPS, LIVE_STATUS, STATES
+from probcep.lake.tables import (
+    ALERT_CHANGES,
+    ALERTS,
+    BRONZE,
+    GROUPS,
+    LIVE_STATE,
+    LIVE_STATUS,
+    SILVER,
+    STATES,
+)
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.live import LiveQuery
 from probcep.pipeline.run import run_days
@@ -177,25 +186,33 @@ live.LiveQuery(RunContext.open("live", settings=settings, master="local[1]")).ru
 """
 
 
+#: Kill points: after each of a micro-batch's writes, in batches where a day is still
+#: open (3, 4), where the first day completes (6: its states are written too) and later.
+KILLS = [(3, BRONZE.name), (4, SILVER.name), (5, GROUPS.name), (6, ALERTS.name),
+         (7, LIVE_STATUS.name), (8, LIVE_STATE.name)]
+
+
 @pytest.mark.soak
-@pytest.mark.parametrize("batch,table", [(5, GROUPS.name)])
+@pytest.mark.parametrize("batch,table", KILLS)
 def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_order, batch,
                                                             table):
     tmp, files = night
     arrive(files, list(range(len(files))))
-    settings = settings_file(tmp, tmp / "landing", tmp / "killed", 1)
+    settings = settings_file(tmp, tmp / "landing", tmp / f"killed-{batch}", 1)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     done = subprocess.run([sys.executable, "-c", CHILD, str(settings), str(batch), table],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
-    assert LIVE_STATUS.read(tmp / "killed").num_rows == batch  # batch `batch` unfinished
+    # batch `batch` unfinished: its status row written or not
+    written = table in (LIVE_STATUS.name, LIVE_STATE.name)
+    assert LIVE_STATUS.read(tmp / f"killed-{batch}").num_rows == batch + written
     LiveQuery(context(spark, settings, "live")).run(once=True)  # Spark retries it
     clean = in_order
-    for t in (GROUPS, ALERTS, BRONZE, LIVE_STATUS):
-        a, b = t.read(tmp / "killed"), t.read(clean)
+    for t in (GROUPS, ALERTS, BRONZE, SILVER, LIVE_STATUS):
+        a, b = t.read(tmp / f"killed-{batch}"), t.read(clean)
         assert a.num_rows == b.num_rows, t.name
-    same_day_tables(tmp / "killed", clean, DAYS)
-    same_day_tables(tmp / "killed", tmp / "night", DAYS[:2])
+    same_day_tables(tmp / f"killed-{batch}", clean, DAYS)
+    same_day_tables(tmp / f"killed-{batch}", tmp / "night", DAYS[:2])
 
 
 @pytest.mark.parametrize("policy", ["creation", "priority", "lru"])
