@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -87,6 +88,12 @@ def generate(landing: Path, args, stop: threading.Event, written: dict) -> None:
         k += 1
 
 
+def seconds_of(column) -> np.ndarray:
+    """Timestamps (naive: UTC) as epoch seconds, whatever their unit."""
+    when = pd.to_datetime(column, utc=True)
+    return (when - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy()
+
+
 def percentile(values, q):
     return float(np.percentile(values, q)) if len(values) else float("nan")
 
@@ -102,7 +109,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    ap.add_argument("--report", type=Path, help="only report on this kept folder's run")
     args = ap.parse_args()
+    if args.report:
+        saved = json.loads((args.report / "written.json").read_text())
+        written = {int(k): v for k, v in saved["written"].items()}
+        report(args.report, args, written, *saved["load"])
+        return
     folder = args.keep or Path(tempfile.mkdtemp(prefix="probcep-live-latency-"))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "landing").mkdir(exist_ok=True)
@@ -128,6 +141,8 @@ def main() -> None:
     except subprocess.TimeoutExpired:
         live.kill()
     load_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    (folder / "written.json").write_text(json.dumps(
+        {"written": written, "load": [load_before, load_after]}))
     report(folder, args, written, load_before, load_after)
 
 
@@ -137,21 +152,22 @@ def report(folder: Path, args, written: dict, load_before: str, load_after: str)
 
     lake = folder / "lake"
     status = LIVE_STATUS.read(lake).to_pandas().sort_values("batch_id")
+    if status.empty:
+        sys.exit(f"no micro-batch finished: see {folder / 'live.log'}")
     done = status.dropna(subset=["complete_until"])
     seconds = np.array(sorted(written))
     wrote = np.array([written[s] for s in seconds])
     # the first status row whose complete_until passes the second
-    until = (pd.to_datetime(done["complete_until"], utc=True).astype("int64") // 10**9).to_numpy()
-    finished = pd.to_datetime(done["finished"], utc=True).astype("int64").to_numpy() / 1e9
+    until = seconds_of(done["complete_until"])
+    finished = seconds_of(done["finished"])
     reach = np.maximum.accumulate(until) if len(until) else until
     idx = np.searchsorted(reach, seconds + 1, side="left")
     matched = idx < len(reach)
     file_lat = finished[idx[matched]] - wrote[matched]
     alerts = ALERTS.read(lake).to_pandas()
-    by_run = dict(zip(status["run_id"], pd.to_datetime(status["finished"], utc=True)
-                      .astype("int64") / 1e9))
-    ends = (pd.to_datetime(alerts["ts_end"], utc=True).astype("int64") // 10**9).to_numpy() \
-        if len(alerts) else np.zeros(0, np.int64)
+    by_run = dict(zip(status["run_id"], seconds_of(status["finished"])))
+    ends = seconds_of(alerts["ts_end"]).astype(np.int64) if len(alerts) else \
+        np.zeros(0, np.int64)
     alert_lat = np.array([by_run[r] - written[e] for r, e in zip(alerts["run_id"], ends)
                           if e in written and r in by_run])
     n = len(file_lat)
@@ -161,8 +177,7 @@ def report(folder: Path, args, written: dict, load_before: str, load_after: str)
     unmatched = int(np.sum(~matched & (wrote < horizon)))
     sustained = unmatched == 0 and percentile(last, 50) <= percentile(first, 50) + args.trigger
     rows = status["rows"].to_numpy()
-    took = (pd.to_datetime(status["finished"], utc=True)
-            - pd.to_datetime(status["started"], utc=True)).dt.total_seconds().to_numpy()
+    took = seconds_of(status["finished"]) - seconds_of(status["started"])
     print(f"{args.streams} streams x 1 reading/s, {args.minutes:g} min, trigger "
           f"{args.trigger} s, lateness {args.lateness} s, cache {args.cache} streams, "
           f"{args.master}; work folder {folder}")
