@@ -145,6 +145,17 @@ def test_live_in_time_order_writes_the_nights_groups_alerts_and_states(night, in
     assert pc.sum(status["rows"]).as_py() == BRONZE.read(in_order).num_rows
 
 
+def test_live_status_on_the_command_line(night, in_order, capsys):
+    from probcep.cli import main
+
+    tmp, files = night
+    settings = settings_file(tmp, tmp / "landing", in_order, 1)
+    assert main(["live", "--status", "--settings", str(settings)]) == 0
+    out = capsys.readouterr().out
+    assert "cache_misses" in out and "latency_seconds" in out
+    assert len(out.strip().splitlines()) == 1 + len(files)
+
+
 @pytest.mark.parametrize("max_files,order_seed", [(4, 11)])
 def test_live_in_shuffled_order_writes_the_nights_groups_alerts_and_states(
         spark, night, max_files, order_seed):

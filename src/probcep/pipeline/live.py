@@ -36,8 +36,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -94,11 +95,15 @@ class BatchReport:
     latency_seconds: float | None
     cache_misses: int = 0
     cached: int = 0
+    #: seconds per phase: read (ingest's checks), bronze, silver, engine, gold, state
+    phases: dict = field(default_factory=dict)
 
     def line(self) -> str:
         upto = "nothing complete yet" if self.complete_until is None else \
             f"complete until {self.complete_until:%Y-%m-%d %H:%M:%S}"
         lag = "" if self.latency_seconds is None else f", latency {self.latency_seconds:.1f} s"
+        if self.phases:
+            lag += " (" + ", ".join(f"{k} {v:.1f}" for k, v in self.phases.items()) + " s)"
         return (f"batch {self.batch_id}: {self.files} files, {self.rows} readings "
                 f"({self.late_rows} late, {self.quarantined} quarantined), silver "
                 f"{self.silver_rows} rows, {self.groups} groups final, {self.alerts} alerts; "
@@ -181,9 +186,18 @@ class LiveQuery:
         misses = states.cache.misses
         complete = states.complete
 
+        phases, tick = {}, [time.perf_counter()]
+
+        def phase(name):
+            now = time.perf_counter()
+            phases[name] = phases.get(name, 0.0) + now - tick[0]
+            tick[0] = now
+
         good, bad = self.read(data)
+        phase("read")
         commit_once(BRONZE, lake, good, meta, app, batch_id, partition_by=["batch_date"])
         commit_once(QUARANTINE, lake, bad, meta, app, batch_id, partition_by=["batch_date"])
+        phase("bronze")
 
         clock = s.clock
         t = self.timesteps(good["ts"])
@@ -201,9 +215,13 @@ class LiveQuery:
         silver, groups, done = [], [], {}
         if complete is not None and new > complete:
             for day, lo, hi in _day_pieces(clock, complete, new):
+                phase("gold")
                 rows = self.silver(day, lo, hi)
+                phase("silver")
                 ends_day = hi == clock.day_range(day)[1]
-                g, st = split_output(self.advance(rows, hi, ends_day), day, run_id, clock,
+                out = self.advance(rows, hi, ends_day)
+                phase("engine")
+                g, st = split_output(out, day, run_id, clock,
                                      ctx.exact)
                 silver.append(rows)
                 groups.append(g)
@@ -223,6 +241,7 @@ class LiveQuery:
         for hook in FINAL_GROUP_HOOKS:
             hook(ctx, final)
 
+        phase("gold")
         oldest = min((m for _, m in listed), default=None)
         finished = dt.datetime.now(dt.UTC)
         report = BatchReport(
@@ -236,6 +255,8 @@ class LiveQuery:
         commit_once(LIVE_STATE, lake, states.rows(new, batch_id), meta, app, batch_id,
                     mode="overwrite")
         states.committed(new)
+        phase("state")
+        report.phases.update(phases)
         return report
 
     def advance(self, rows: pa.Table, until: int, ends_day: bool) -> pa.Table:
@@ -306,6 +327,15 @@ class LiveQuery:
         schema = silver_schema(self.settings.silver_domain)
         if bronze is None:
             return schema.empty_table()
+        from pyspark.sql import functions as F
+
+        # only the readings distributions keeps, by a filter Parquet's statistics can
+        # use (bronze grows all day; its files of earlier micro-batches are skipped)
+        s = self.settings
+        held = s.hold_last_steps if s.gap_policy == "hold_last" else 0
+        start = max(s.clock.day_range(day)[0], lo - held)
+        bronze = bronze.where((F.col("ts") >= F.lit(s.clock.time(start)))
+                              & (F.col("ts") < F.lit(s.clock.time(hi))))
         rows = distributions(bronze, self.settings, day, lo, hi).toArrow()
         rows = rows.select(schema.names).cast(schema)
         return rows.take(pc.sort_indices(rows, [("stream_id", "ascending"),
