@@ -24,6 +24,7 @@ A policy changes which reads miss, never a matcher's state, so never a group
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -93,7 +94,9 @@ class StateCache:
         return matcher
 
     def put(self, key: Hashable, matcher: StreamMatcher) -> None:
-        """Cache the stream's (new) matcher, spilling others while over capacity."""
+        """Cache the stream's (new) matcher; over capacity, spill the lowest ranked
+        down to 15/16 of it (ranking is a pass over the cache, so it is done once for a
+        sixteenth of the capacity's puts, not on every put)."""
         self._clock += 1
         entry = self._entries.get(key)
         if entry is None:
@@ -101,10 +104,13 @@ class StateCache:
         else:
             entry.matcher, entry.used = matcher, self._clock
         self._last.setdefault(key, self._clock)
-        while len(self._entries) > self.capacity:
-            victim = min((k for k in self._entries if k != key or self.policy == "priority"),
-                         key=self._rank)
-            self.spill(victim, self._entries.pop(victim).matcher)
+        if len(self._entries) > self.capacity:
+            # ranking is a pass over the cache: make room for a sixteenth of it at once
+            keep = self.capacity - self.capacity // 16
+            out = len(self._entries) - keep
+            candidates = [k for k in self._entries if k != key or self.policy == "priority"]
+            for victim in heapq.nsmallest(out, candidates, key=self._rank):
+                self.spill(victim, self._entries.pop(victim).matcher)
 
     def drop(self, key: Hashable) -> None:
         """Forget the stream's state (it became quiet: nothing to keep)."""
