@@ -16,10 +16,13 @@ from settings) hands each micro-batch's new files, with its batch id, to `LiveQu
 3. normalizes the newly complete timesteps into silver (normalize's `distributions`), day
    by day, and advances every exact pattern's engine per stream from the saved states
    (`group_streams`), writing the groups that became final, with the day they became
-   final in, and their alerts. When a day is complete its engine states are written to
-   `state/engine` as the night would write them, so the night and live mode agree;
-4. records the micro-batch in `state/live_status` and, last, replaces `state/live`
-   (the open states and the complete mark).
+   final in, and their alerts. The engine states live in a bounded cache
+   (`live_cache_streams`, `live_cache_policy`), the rest in `state/live`
+   (`probcep.pipeline.live_states`). When a day is complete its engine states are
+   written to `state/engine` as the night would write them, so the night and live mode
+   agree;
+4. records the micro-batch in `state/live_status` (with its cache misses) and, last,
+   replaces `state/live` (the saved states and the complete mark).
 
 Exactly once: every write carries the Delta application transaction (`probcep-live`
 plus the query's id, version = batch id) and is skipped when the table already holds
