@@ -18,7 +18,16 @@ import pandas as pd
 import pyarrow.compute as pc
 import pytest
 
-from probcep.lake.tables import ALERT_CHANGES, ALERTS, BRONZE, GROUPS, LIVE_STATUS, STATES
+from probcep.lake.tables import (
+    ALERT_CHANGES,
+    ALERTS,
+    BRONZE,
+    GROUPS,
+    LIVE_STATE,
+    LIVE_STATUS,
+    SILVER,
+    STATES,
+)
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.live import LiveQuery
 from probcep.pipeline.run import run_days
@@ -70,14 +79,14 @@ def arrive(files: list[Path], order: list[int]) -> None:
         os.utime(files[i], (base + rank * 10, base + rank * 10))
 
 
-def settings_file(tmp: Path, land: Path, lake: Path, max_files: int) -> Path:
+def settings_file(tmp: Path, land: Path, lake: Path, max_files: int, extra: str = "") -> Path:
     (tmp / "patterns.yaml").write_text(REGISTRY)
     path = tmp / f"probcep-{lake.name}.yaml"
     path.write_text(f"lake_root: {lake}\nlanding_dir: {land}\ntimestep_seconds: {STEP}\n"
                     f"epoch: '2026-01-01T00:00:00'\ndomain: [Hallway, Door, Room]\n"
                     f"registry: patterns.yaml\nallowed_lateness_seconds: "
                     f"{LATENESS_HOURS * 3600}\nlive_max_files_per_trigger: {max_files}\n"
-                    f"max_quarantine_fraction: 0.5\n")
+                    f"max_quarantine_fraction: 0.5\n{extra}")
     return path
 
 
@@ -136,6 +145,17 @@ def test_live_in_time_order_writes_the_nights_groups_alerts_and_states(night, in
     assert pc.sum(status["rows"]).as_py() == BRONZE.read(in_order).num_rows
 
 
+def test_live_status_on_the_command_line(night, in_order, capsys):
+    from probcep.cli import main
+
+    tmp, files = night
+    settings = settings_file(tmp, tmp / "landing", in_order, 1)
+    assert main(["live", "--status", "--settings", str(settings)]) == 0
+    out = capsys.readouterr().out
+    assert "cache_misses" in out and "latency_seconds" in out
+    assert len(out.strip().splitlines()) == 1 + len(files)
+
+
 @pytest.mark.parametrize("max_files,order_seed", [(4, 11)])
 def test_live_in_shuffled_order_writes_the_nights_groups_alerts_and_states(
         spark, night, max_files, order_seed):
@@ -177,25 +197,54 @@ live.LiveQuery(RunContext.open("live", settings=settings, master="local[1]")).ru
 """
 
 
+#: Kill points: after each of a micro-batch's writes, in batches where a day is still
+#: open (3, 4), where the first day completes (6: its states are written too) and later.
+KILLS = [(3, BRONZE.name), (4, SILVER.name), (5, GROUPS.name), (6, ALERTS.name),
+         (7, LIVE_STATUS.name), (8, LIVE_STATE.name)]
+
+
 @pytest.mark.soak
-@pytest.mark.parametrize("batch,table", [(5, GROUPS.name)])
+@pytest.mark.parametrize("batch,table", KILLS)
 def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_order, batch,
                                                             table):
     tmp, files = night
     arrive(files, list(range(len(files))))
-    settings = settings_file(tmp, tmp / "landing", tmp / "killed", 1)
+    settings = settings_file(tmp, tmp / "landing", tmp / f"killed-{batch}", 1)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     done = subprocess.run([sys.executable, "-c", CHILD, str(settings), str(batch), table],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
-    assert LIVE_STATUS.read(tmp / "killed").num_rows == batch  # batch `batch` unfinished
+    # batch `batch` unfinished: its status row written or not
+    written = table in (LIVE_STATUS.name, LIVE_STATE.name)
+    assert LIVE_STATUS.read(tmp / f"killed-{batch}").num_rows == batch + written
     LiveQuery(context(spark, settings, "live")).run(once=True)  # Spark retries it
     clean = in_order
-    for t in (GROUPS, ALERTS, BRONZE, LIVE_STATUS):
-        a, b = t.read(tmp / "killed"), t.read(clean)
+    for t in (GROUPS, ALERTS, BRONZE, SILVER, LIVE_STATUS):
+        a, b = t.read(tmp / f"killed-{batch}"), t.read(clean)
         assert a.num_rows == b.num_rows, t.name
-    same_day_tables(tmp / "killed", clean, DAYS)
-    same_day_tables(tmp / "killed", tmp / "night", DAYS[:2])
+    same_day_tables(tmp / f"killed-{batch}", clean, DAYS)
+    same_day_tables(tmp / f"killed-{batch}", tmp / "night", DAYS[:2])
+
+
+@pytest.mark.parametrize("policy", ["creation", "priority", "lru"])
+def test_every_eviction_policy_writes_the_same_rows_with_at_most_its_capacity_in_memory(
+        spark, night, in_order, policy):
+    """Two streams' states in memory (of five streams, two patterns): every policy
+    misses, and writes the rows of the uncached run and of the night."""
+    tmp, files = night
+    arrive(files, list(range(len(files))))
+    lake = tmp / f"cache-{policy}"
+    settings = settings_file(tmp, tmp / "landing", lake, 2,
+                             f"live_cache_streams: 2\nlive_cache_policy: {policy}\n")
+    query = LiveQuery(context(spark, settings, "live"))
+    query.run(once=True)
+    assert query.states.peak <= 2 * 2  # two streams x two patterns
+    status = LIVE_STATUS.read(lake)
+    assert pc.sum(status["cache_misses"]).as_py() > 0
+    same_day_tables(lake, tmp / "night", DAYS[:2])
+    for t in (GROUPS, ALERTS):
+        pd.testing.assert_frame_equal(rows(t, lake, DAYS), rows(t, in_order, DAYS),
+                                      obj=t.name)
 
 
 def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, in_order):

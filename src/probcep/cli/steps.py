@@ -199,12 +199,14 @@ def rerun(args: argparse.Namespace) -> int:
 def live(args: argparse.Namespace) -> int:
     from probcep.pipeline.live import LiveQuery, status
 
-    ctx = _context(args, "live")
-    if args.status:
-        print(status(ctx.lake).to_pandas().to_string(index=False))
-        return 0
-    print(f"live: landing {ctx.settings.landing_dir} -> lake {ctx.lake}, checkpoint "
-          f"{ctx.settings.checkpoint}" + (" (once)" if args.once else
-                                          f", every {ctx.settings.live_trigger_seconds} s"))
-    LiveQuery(ctx).run(once=args.once)
+    with _context(args, "live") as ctx:
+        if args.status:
+            print(status(ctx.lake).to_pandas().to_string(index=False))
+            return 0
+        s = ctx.settings
+        print(f"live: landing {s.landing_dir} -> lake {ctx.lake}, checkpoint "
+              f"{s.checkpoint}" + (" (once)" if args.once else
+                                   f", every {s.live_trigger_seconds} s")
+              + f"; cache {s.live_cache_streams} streams ({s.live_cache_policy})", flush=True)
+        LiveQuery(ctx).run(once=args.once)
     return 0

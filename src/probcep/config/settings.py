@@ -26,6 +26,8 @@ AGGREGATIONS = ("sum", "max")
 GAP_POLICIES = ("no_reading", "uniform", "hold_last")
 MISSING_DAYS = ("silence", "refuse")
 WIDE_SUMS = ("refuse", "renormalize")
+#: State cache eviction policies of live mode (probcep.engine.state_cache.POLICIES).
+CACHE_POLICIES = ("creation", "priority", "lru")
 #: Names a symbol cannot have: the columns of a reading in landing files.
 READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 
@@ -57,6 +59,7 @@ class Settings:
     allowed_lateness_seconds: int = 120
     live_max_files_per_trigger: int = 100
     live_cache_streams: int = 100_000
+    live_cache_policy: str = "priority"
 
     @property
     def checkpoint(self) -> Path:
@@ -187,6 +190,10 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         if not isinstance(live[name], int) or isinstance(live[name], bool) \
                 or live[name] < least:
             fail(name, f"must be an integer >= {least}, got {live[name]!r}")
+    live["live_cache_policy"] = v.get("live_cache_policy", "priority")
+    if live["live_cache_policy"] not in CACHE_POLICIES:
+        fail("live_cache_policy", f"must be one of {CACHE_POLICIES}, "
+             f"got {live['live_cache_policy']!r}")
     master = v.get("spark_master")
     if master is not None and not isinstance(master, str):
         fail("spark_master", f"must be a Spark master URL, got {master!r}")

@@ -7,10 +7,15 @@ them and spills the others through `spill(key, matcher)`, reading them back with
 leaves when room is needed is the eviction policy:
 
 - `creation` (the paper's TPM): the state cached longest ago, whatever happened since;
-- `priority` (its STPM): the state least likely to advance soon: first those with
-  nothing open (no live run, no open group), then those whose open runs carry the least
-  probability (how likely the stream's next reading extends an open run), ties broken
-  by the oldest last activity;
+- `priority` (its STPM): the state expected to be needed last, after the paper's
+  formula (5), W = e.t + Δt × p: its last use plus its stream's usual gap between two
+  uses (measured per stream as the cache runs, in its clock of gets and puts), that gap
+  shortened by up to half by p, how likely the stream's next reading extends an open
+  run (the probability its live runs carry, 1 with an open group, 0 when nothing is
+  open; in live mode an open state is also needed by every micro-batch, which steps it
+  over silence). The state just put may be the one spilled: a stream seldom read does
+  not push out the states of streams read often (a scan through more streams than the
+  cache holds empties a `creation` or `lru` cache before any state is used again);
 - `lru`: the state least recently used.
 
 A policy changes which reads miss, never a matcher's state, so never a group
@@ -19,6 +24,7 @@ A policy changes which reads miss, never a matcher's state, so never a group
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -53,12 +59,16 @@ class StateCache:
     hits: int = 0
     _entries: dict = field(default_factory=dict)
     _clock: int = 0
+    _gap: float = 0.0  # mean reuse distance (exponentially weighted), for `priority`
+    _last: dict = field(default_factory=dict)  # key -> clock of its last use, cached or not
+    _gaps: dict = field(default_factory=dict)  # key -> its mean reuse distance
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"eviction policy must be one of {POLICIES}, got {self.policy!r}")
         if self.capacity < 1:
             raise ValueError(f"cache capacity must be >= 1, got {self.capacity}")
+        self._gap = float(self.capacity)  # until measured: about a cache's worth
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -68,6 +78,11 @@ class StateCache:
         the stream has no saved state (not a miss: nothing was evicted)."""
         self._clock += 1
         entry = self._entries.get(key)
+        if key in self._last:
+            d = self._clock - self._last[key]
+            self._gap += (d - self._gap) / 64.0
+            self._gaps[key] = 0.5 * (self._gaps.get(key, d) + d)
+        self._last[key] = self._clock
         if entry is not None:
             self.hits += 1
             entry.used = self._clock
@@ -79,20 +94,29 @@ class StateCache:
         return matcher
 
     def put(self, key: Hashable, matcher: StreamMatcher) -> None:
-        """Cache the stream's (new) matcher, spilling others while over capacity."""
+        """Cache the stream's (new) matcher; over capacity, spill the lowest ranked
+        down to 15/16 of it (ranking is a pass over the cache, so it is done once for a
+        sixteenth of the capacity's puts, not on every put)."""
         self._clock += 1
         entry = self._entries.get(key)
         if entry is None:
             self._entries[key] = _Entry(matcher, self._clock, self._clock)
         else:
             entry.matcher, entry.used = matcher, self._clock
-        while len(self._entries) > self.capacity:
-            victim = min((k for k in self._entries if k != key), key=self._rank)
-            self.spill(victim, self._entries.pop(victim).matcher)
+        self._last.setdefault(key, self._clock)
+        if len(self._entries) > self.capacity:
+            # ranking is a pass over the cache: make room for a sixteenth of it at once
+            keep = self.capacity - self.capacity // 16
+            out = len(self._entries) - keep
+            candidates = [k for k in self._entries if k != key or self.policy == "priority"]
+            for victim in heapq.nsmallest(out, candidates, key=self._rank):
+                self.spill(victim, self._entries.pop(victim).matcher)
 
     def drop(self, key: Hashable) -> None:
         """Forget the stream's state (it became quiet: nothing to keep)."""
         self._entries.pop(key, None)
+        self._last.pop(key, None)
+        self._gaps.pop(key, None)
 
     def flush(self) -> None:
         """Spill every cached state (at a checkpoint); they stay cached."""
@@ -105,4 +129,5 @@ class StateCache:
             return entry.created
         if self.policy == "lru":
             return entry.used
-        return (open_mass(entry.matcher), entry.used)
+        gap = self._gaps.get(key, self._gap)
+        return -(entry.used + gap * (1.0 - 0.5 * min(1.0, open_mass(entry.matcher))))

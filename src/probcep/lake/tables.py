@@ -344,6 +344,7 @@ CATALOG = (BRONZE, QUARANTINE, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
 LIVE_STATE = Table("state/live", "batch_id", pa.schema([
     ("pattern", pa.string()), ("pattern_version", pa.string()), ("stream_id", pa.string()),
     ("next_t", pa.int64()), ("state", pa.binary()), ("batch_id", pa.int64()),
+    ("quiet", pa.bool_()),
 ]))
 #: One row per live micro-batch: what it read and wrote, and how long it took.
 LIVE_STATUS = Table("state/live_status", "batch_date", pa.schema([

@@ -16,10 +16,13 @@ from settings) hands each micro-batch's new files, with its batch id, to `LiveQu
 3. normalizes the newly complete timesteps into silver (normalize's `distributions`), day
    by day, and advances every exact pattern's engine per stream from the saved states
    (`group_streams`), writing the groups that became final, with the day they became
-   final in, and their alerts. When a day is complete its engine states are written to
-   `state/engine` as the night would write them, so the night and live mode agree;
-4. records the micro-batch in `state/live_status` and, last, replaces `state/live`
-   (the open states and the complete mark).
+   final in, and their alerts. The engine states live in a bounded cache
+   (`live_cache_streams`, `live_cache_policy`), the rest in `state/live`
+   (`probcep.pipeline.live_states`). When a day is complete its engine states are
+   written to `state/engine` as the night would write them, so the night and live mode
+   agree;
+4. records the micro-batch in `state/live_status` (with its cache misses) and, last,
+   replaces `state/live` (the saved states and the complete mark).
 
 Exactly once: every write carries the Delta application transaction (`probcep-live`
 plus the query's id, version = batch id) and is skipped when the table already holds
@@ -36,8 +39,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -61,9 +65,10 @@ from probcep.lake.tables import (
     silver_schema,
 )
 from probcep.pipeline.context import RunContext
-from probcep.pipeline.group_day import PROCESSED, previous_states, split_output
-from probcep.pipeline.group_tasks import SAVED_STATES, group_streams
+from probcep.pipeline.group_day import previous_states, split_output
+from probcep.pipeline.group_tasks import SAVED_STATES, _advance, _group_rows, _state_rows
 from probcep.pipeline.ingest import FORMATS, checked_batch
+from probcep.pipeline.live_states import LiveStates
 from probcep.pipeline.normalize import distributions
 from probcep.pipeline.publish_alerts import alerts_of
 
@@ -91,15 +96,21 @@ class BatchReport:
     alerts: int
     complete_until: dt.datetime | None
     latency_seconds: float | None
+    cache_misses: int = 0
+    cached: int = 0
+    #: seconds per phase: read (ingest's checks), bronze, silver, engine, gold, state
+    phases: dict = field(default_factory=dict)
 
     def line(self) -> str:
         upto = "nothing complete yet" if self.complete_until is None else \
             f"complete until {self.complete_until:%Y-%m-%d %H:%M:%S}"
         lag = "" if self.latency_seconds is None else f", latency {self.latency_seconds:.1f} s"
+        if self.phases:
+            lag += " (" + ", ".join(f"{k} {v:.1f}" for k, v in self.phases.items()) + " s)"
         return (f"batch {self.batch_id}: {self.files} files, {self.rows} readings "
                 f"({self.late_rows} late, {self.quarantined} quarantined), silver "
                 f"{self.silver_rows} rows, {self.groups} groups final, {self.alerts} alerts; "
-                f"{upto}{lag}")
+                f"{upto}; {self.cache_misses} cache misses, {self.cached} states cached{lag}")
 
 
 class LiveQuery:
@@ -110,6 +121,8 @@ class LiveQuery:
         self.ctx, self.echo = ctx, echo
         self.settings = ctx.settings
         self.checkpoint = Path(self.settings.checkpoint)
+        self.states = LiveStates(ctx.lake, ctx.exact, self.settings.live_cache_streams,
+                                 self.settings.live_cache_policy)
 
     def start(self, once: bool = False):
         """Start the streaming query; `once`: process what the landing folder holds, in
@@ -147,27 +160,47 @@ class LiveQuery:
     def batch(self, frame, batch_id: int) -> None:
         started = dt.datetime.now(dt.UTC)
         listed = frame.collect()
-        report = self.process([(_local(r["path"]), r["modificationTime"]) for r in listed],
-                              batch_id, started)
+        try:
+            report = self.process([(_local(r["path"]), r["modificationTime"])
+                                   for r in listed], batch_id, started)
+        except BaseException:
+            self.states.abandon()
+            raise
+        if report is None:
+            return
         log.info(report.line())
         self.echo(report.line())
 
     def process(self, listed: list[tuple[Path, dt.datetime]], batch_id: int,
-                started: dt.datetime) -> BatchReport:
+                started: dt.datetime) -> BatchReport | None:
+        """One micro-batch; None when a crash came after its last write (`state/live`)
+        and before Spark recorded it done: everything is written already."""
         ctx, s, lake = self.ctx, self.settings, self.ctx.lake
         app, run_id = self.app_id, f"live-{batch_id}"
+        if _written(LIVE_STATE, lake, app, batch_id):
+            log.info("batch %d: written before a restart, nothing to do", batch_id)
+            return None
         meta = {"run_id": run_id, "batch_id": batch_id}
         listed = [(p, m) for p, m in listed
                   if p.suffix.lower() in FORMATS and _folder_day(p) is not None]
         data = sorted(p for p, _ in listed)
-        saved = LIVE_STATE.read(lake)
-        mark = pc.equal(saved["pattern"], "")
-        complete = saved.filter(mark)["next_t"][0].as_py() if pc.any(mark).as_py() else None
-        states = saved.filter(pc.invert(mark)).select(SAVED_STATES.names)
+        states = self.states
+        states.begin()
+        misses = states.cache.misses
+        complete = states.complete
+
+        phases, tick = {}, [time.perf_counter()]
+
+        def phase(name):
+            now = time.perf_counter()
+            phases[name] = phases.get(name, 0.0) + now - tick[0]
+            tick[0] = now
 
         good, bad = self.read(data)
+        phase("read")
         commit_once(BRONZE, lake, good, meta, app, batch_id, partition_by=["batch_date"])
         commit_once(QUARANTINE, lake, bad, meta, app, batch_id, partition_by=["batch_date"])
+        phase("bronze")
 
         clock = s.clock
         t = self.timesteps(good["ts"])
@@ -175,7 +208,7 @@ class LiveQuery:
         if complete is None and len(t):  # the first batch: where live starts
             start_day = clock.day_of(int(t.min()))
             complete = clock.day_range(start_day)[0]
-            states = previous_states(ctx, start_day).select(SAVED_STATES.names)
+            states.seed(previous_states(ctx, start_day).select(SAVED_STATES.names))
         new = complete
         if len(t):
             k = int(np.floor((pc.max(good["ts"]).value / 1e6 - s.allowed_lateness_seconds
@@ -185,14 +218,14 @@ class LiveQuery:
         silver, groups, done = [], [], {}
         if complete is not None and new > complete:
             for day, lo, hi in _day_pieces(clock, complete, new):
+                phase("gold")
                 rows = self.silver(day, lo, hi)
+                phase("silver")
                 ends_day = hi == clock.day_range(day)[1]
-                out = group_streams(Streams.of(rows, s.silver_domain), states, ctx.exact,
-                                    final=False, silence=np.array(s.silence), until=hi,
-                                    keep_quiet=not ends_day)
-                g, st = split_output(out, day, run_id, clock, ctx.exact)
-                states = st.filter(pc.not_equal(st["stream_id"], PROCESSED)) \
-                           .select(SAVED_STATES.names)
+                out = self.advance(rows, hi, ends_day)
+                phase("engine")
+                g, st = split_output(out, day, run_id, clock,
+                                     ctx.exact)
                 silver.append(rows)
                 groups.append(g)
                 if ends_day:
@@ -211,18 +244,58 @@ class LiveQuery:
         for hook in FINAL_GROUP_HOOKS:
             hook(ctx, final)
 
+        phase("gold")
         oldest = min((m for _, m in listed), default=None)
         finished = dt.datetime.now(dt.UTC)
         report = BatchReport(
             batch_id, len(data), good.num_rows + bad.num_rows, late, bad.num_rows,
             silver_rows.num_rows, final.num_rows, alerts.num_rows,
             None if new is None else clock.time(new),
-            None if oldest is None else (finished - _utc(oldest)).total_seconds())
+            None if oldest is None else (finished - _utc(oldest)).total_seconds(),
+            states.cache.misses - misses, len(states.cache))
         commit_once(LIVE_STATUS, lake, _status_row(report, started, finished, run_id),
                     meta, app, batch_id)
-        commit_once(LIVE_STATE, lake, _live_state(states, new, batch_id), meta, app,
-                    batch_id, mode="overwrite")
+        commit_once(LIVE_STATE, lake, states.rows(new, batch_id), meta, app, batch_id,
+                    mode="overwrite")
+        states.committed(new)
+        phase("state")
+        report.phases.update(phases)
         return report
+
+    def advance(self, rows: pa.Table, until: int, ends_day: bool) -> pa.Table:
+        """Every exact pattern over the streams a piece of silver (timesteps before
+        `until`) needs, from their states in the cache or the state table; the groups that
+        became final and, when the piece ends a day, the states the night would save (the
+        output rows of `group_streams`, which the night runs over the whole day)."""
+        patterns, states = self.ctx.exact, self.states
+        streams = Streams.of(rows, self.settings.silver_domain)
+        where = {sid: i for i, sid in enumerate(streams.ids)}
+        ids = states.needed(streams.ids, ends_day)
+        silence = np.array(self.settings.silence)
+        found, owner, kept = [], [], []
+        step = states.capacity_streams
+        for c in range(0, len(ids), step):
+            chunk = ids[c:c + step]
+            states.prefetch(chunk)
+            for i, sid in enumerate(chunk, start=c):
+                runs = streams.runs(where[sid]) if sid in where else []
+                for j, p in enumerate(patterns):
+                    key = (p.name, p.version, sid)
+                    matcher = states.matcher(key)
+                    parts = _advance(matcher, runs, silence, until, sid)
+                    found += parts
+                    owner += [(i, j, len(part)) for part in parts]
+                    if matcher.next_t is None:
+                        continue
+                    quiet = matcher.quiet(silence)
+                    if ends_day and quiet:  # the night keeps no quiet state at a day's end
+                        states.drop(key)
+                        continue
+                    if ends_day:
+                        kept.append((i, j, matcher.next_t, matcher.to_bytes()))
+                    states.keep(key, matcher, quiet)
+        return pa.concat_tables([_group_rows(found, owner, ids, patterns),
+                                 _state_rows(kept, ids, patterns)])
 
     def read(self, files: list[Path]) -> tuple[pa.Table, pa.Table]:
         """The files' readings checked as ingest checks them: (bronze rows, quarantine
@@ -257,6 +330,15 @@ class LiveQuery:
         schema = silver_schema(self.settings.silver_domain)
         if bronze is None:
             return schema.empty_table()
+        from pyspark.sql import functions as F
+
+        # only the readings distributions keeps, by a filter Parquet's statistics can
+        # use (bronze grows all day; its files of earlier micro-batches are skipped)
+        s = self.settings
+        held = s.hold_last_steps if s.gap_policy == "hold_last" else 0
+        start = max(s.clock.day_range(day)[0], lo - held)
+        bronze = bronze.where((F.col("ts") >= F.lit(s.clock.time(start)))
+                              & (F.col("ts") < F.lit(s.clock.time(hi))))
         rows = distributions(bronze, self.settings, day, lo, hi).toArrow()
         rows = rows.select(schema.names).cast(schema)
         return rows.take(pc.sort_indices(rows, [("stream_id", "ascending"),
@@ -272,13 +354,14 @@ def _day_pieces(clock, lo: int, hi: int):
         lo = stop
 
 
-def _live_state(states: pa.Table, complete: int | None, batch_id: int) -> pa.Table:
-    mark = pa.table({"pattern": [""], "pattern_version": [""], "stream_id": [PROCESSED],
-                     "next_t": pa.array([complete], pa.int64()),
-                     "state": pa.nulls(1, pa.binary())})
-    rows = pa.concat_tables([states.select(SAVED_STATES.names).cast(SAVED_STATES),
-                             mark.cast(SAVED_STATES)])
-    return rows.append_column("batch_id", pa.array([batch_id] * rows.num_rows, pa.int64()))
+def _written(table, lake, app: str, batch_id: int) -> bool:
+    """Whether the table holds this query's commit of micro-batch `batch_id`."""
+    if not table.exists(lake):
+        return False
+    from deltalake import DeltaTable
+
+    done = DeltaTable(str(table.path(lake))).transaction_version(app)
+    return done is not None and done >= batch_id
 
 
 def _status_row(r: BatchReport, started, finished, run_id: str) -> pa.Table:
@@ -289,7 +372,7 @@ def _status_row(r: BatchReport, started, finished, run_id: str) -> pa.Table:
         "silver_rows": [r.silver_rows], "groups": [r.groups], "alerts": [r.alerts],
         "complete_until": pa.array([r.complete_until], UTC_MICROS),
         "latency_seconds": pa.array([r.latency_seconds], pa.float64()),
-        "cache_misses": pa.array([None], pa.int64()), "run_id": [run_id],
+        "cache_misses": pa.array([r.cache_misses], pa.int64()), "run_id": [run_id],
     }).cast(LIVE_STATUS.schema)
 
 
