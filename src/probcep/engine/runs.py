@@ -22,6 +22,10 @@ from probcep.engine.automaton import UNREACHABLE
 #: more matches than an int64 holds).
 COUNT_MAX = np.iinfo(np.int64).max
 DONE, GROW = 0, 1
+#: Event buffers grow to the rest of the block at the rate so far, but never beyond this
+#: many times what they need at that moment (a burst of events in the first rows would
+#: otherwise ask for the block's length times the burst).
+GROWTH_CAP = 8
 
 
 @njit(cache=True, nogil=True)
@@ -188,9 +192,12 @@ class RunTracker:
             need = (self.n + 1) * n_sym
             if need > cap:
                 self._grow(2 * need)
-            if n_ev + need > len(ev[0]):  # room for the rest at the rate so far, plus 1/4
+            if n_ev + need > len(ev[0]):  # room for the rest at the rate so far, plus
+                # 1/4, but at most GROWTH_CAP times what is needed now: a burst of events
+                # in a block's first rows must not be taken as the rate of the whole block
                 rest = -(-n_ev * (len(probs) - row) // max(row, 1))
-                size = max(2 * (n_ev + need), n_ev + need + rest + rest // 4)
+                size = max(2 * (n_ev + need),
+                           min(n_ev + need + rest + rest // 4, GROWTH_CAP * (n_ev + need)))
                 ev = tuple(_grown(a, size, n_ev) for a in ev)
         if n_ev > cap_ev:  # the next block starts with buffers of the size this one needed
             self.events_per_row = -(-n_ev // len(probs)) + 1
