@@ -41,7 +41,7 @@ from probcep.pipeline.landing import (
     Unreadable,
     cell,
     data_files,
-    read_file,
+    read_files,
     unreadable_from_error,
 )
 
@@ -142,15 +142,16 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
     unreadable: dict[Path, Unreadable] = {}
     while True:
         opened = []
-        for path in day_of:
-            if path not in unreadable:
-                got = read_file(spark, path, settings.domain)
-                if isinstance(got, Unreadable):
-                    unreadable[path] = got
-                else:
-                    opened.append(got)
-        frames = [_of_day(o.records, day_of[o.path], settings) for o in opened
-                  if o.records is not None]
+        for got in read_files(spark, {p: d for p, d in day_of.items()
+                                      if p not in unreadable}, settings.domain):
+            if isinstance(got, Unreadable):
+                unreadable[got.path] = got
+            else:
+                opened.append(got)
+        # files read by one scan share its frame, and a scan holds files of one day
+        scans = {id(o.records): (o.records, day_of[o.path]) for o in opened
+                 if o.records is not None}
+        frames = [_of_day(records, day, settings) for records, day in scans.values()]
         if not frames:
             return None, {str(o.path): 0 for o in opened}, unreadable, False
         records = frames[0]
@@ -170,6 +171,11 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
                 raise
             unreadable[found.path] = found
             continue
+        strange = sorted(set(counts) - {str(o.path) for o in opened})
+        if strange:  # the path decoded from Spark's URI is not the one asked for
+            records.unpersist()
+            raise IngestError(f"records read from {strange}, not a file of the batch by "
+                              f"that name; nothing committed")
         wide = any(w for _, _, w in counts.values())
         return records, _counted(opened, counts, unreadable), unreadable, wide
 
