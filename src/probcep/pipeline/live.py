@@ -325,20 +325,20 @@ class LiveQuery:
     def silver(self, day: dt.date, lo: int, hi: int) -> pa.Table:
         """Silver rows of the day's timesteps [lo, hi), from bronze as the night reads it
         (batches ingested on or after the day)."""
+        s = self.settings
+        held = s.hold_last_steps if s.gap_policy == "hold_last" else 0
+        start, stop = s.clock.time(max(s.clock.day_range(day)[0], lo - held)), s.clock.time(hi)
+        # only the files whose statistics may hold these readings: bronze grows by a
+        # file a micro-batch, and Spark would open each one's footer to skip it
         bronze = spark_read(self.ctx.spark, BRONZE, self.ctx.lake,
-                            [("batch_date", ">=", day.isoformat())])
+                            [("batch_date", ">=", day.isoformat()), ("ts", ">=", start),
+                             ("ts", "<", stop)])
         schema = silver_schema(self.settings.silver_domain)
         if bronze is None:
             return schema.empty_table()
         from pyspark.sql import functions as F
 
-        # only the readings distributions keeps, by a filter Parquet's statistics can
-        # use (bronze grows all day; its files of earlier micro-batches are skipped)
-        s = self.settings
-        held = s.hold_last_steps if s.gap_policy == "hold_last" else 0
-        start = max(s.clock.day_range(day)[0], lo - held)
-        bronze = bronze.where((F.col("ts") >= F.lit(s.clock.time(start)))
-                              & (F.col("ts") < F.lit(s.clock.time(hi))))
+        bronze = bronze.where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(stop)))
         rows = distributions(bronze, self.settings, day, lo, hi).toArrow()
         rows = rows.select(schema.names).cast(schema)
         return rows.take(pc.sort_indices(rows, [("stream_id", "ascending"),
