@@ -23,6 +23,7 @@ import pytest
 from probcep.lake.tables import (
     ALERT_CHANGES,
     ALERTS,
+    ARCHIVE_STATS,
     BRONZE,
     CORRELATION_ALERT_CHANGES,
     CORRELATION_ALERTS,
@@ -137,6 +138,7 @@ def night(spark, tmp_path_factory):
     assert set(correlated["correlation"]) == {"passed_before_visit", "no_visit_before_pass"}
     assert set(CORRELATION_ALERTS.read(tmp / "night").to_pandas()["correlation"]) == \
         set(correlated["correlation"])
+    assert ARCHIVE_STATS.read(tmp / "night").num_rows > 0  # auto pruned with statistics
     return tmp, files
 
 
@@ -154,9 +156,11 @@ def in_order(spark, night):
     return live_once(spark, tmp, tmp / "landing", "in-order", 1)
 
 
-def test_live_in_time_order_writes_the_nights_groups_alerts_and_states(night, in_order):
+def test_live_in_time_order_writes_the_nights_groups_alerts_states_and_correlations(
+        night, in_order):
     tmp, files = night
     same_day_tables(in_order, tmp / "night", DAYS[:2])
+    assert not ARCHIVE_STATS.exists(in_order)  # live mode prunes by P(g) alone
     status = LIVE_STATUS.read(in_order)
     assert status.num_rows == len(files)  # maxFilesPerTrigger = 1
     assert pc.sum(status["late_rows"]).as_py() == 0
@@ -193,7 +197,7 @@ def test_live_status_on_the_command_line(night, in_order, capsys):
 
 
 @pytest.mark.parametrize("max_files,order_seed", [(4, 11)])
-def test_live_in_shuffled_order_writes_the_nights_groups_alerts_and_states(
+def test_live_in_shuffled_order_writes_the_nights_groups_alerts_states_and_correlations(
         spark, night, max_files, order_seed):
     tmp, files = night
     # arrival order: chunks out of order by at most one place (within the lateness)
