@@ -1,8 +1,8 @@
 """Live mode (`probcep live --once`, Spark's availableNow) on tiny landing folders: the
 groups, alerts, engine states, correlation rows and correlation alerts it writes for a
 day equal the night's, whatever the files' arrival order and the micro-batch size; the
-night after live mode leaves the tables of a night alone and records no change; a live
-process killed with SIGKILL mid-batch and started again writes the tables of an
+night run after live mode writes the tables of the night alone and records no change; a
+live process killed with SIGKILL mid-batch and started again writes the tables of an
 uninterrupted run; late readings are counted and the night reconciles them."""
 
 from __future__ import annotations
