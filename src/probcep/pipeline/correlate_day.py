@@ -9,7 +9,8 @@ strategy. For `auto` with an archive window, the statistics table
 (`state/archive_stats`) bounds P_A(R) per stream and day so that groups that cannot
 reach τ_C are dropped before any silver is read; missing days are computed and stored.
 Like `group-day`, the day's rows are replaced in one commit per table: a rerun gives the
-same rows, and a killed run leaves no partial commit.
+same rows, and a killed run leaves no partial commit. Live mode computes the rows of
+the groups each micro-batch makes final through the same `correlate_groups`.
 """
 
 from __future__ import annotations
