@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from probcep.config.settings import Settings
@@ -438,10 +439,16 @@ class CheckedBatch:
 
     good: object  # Spark DataFrame in bronze's columns
     bad: object  # Spark DataFrame in quarantine's columns
-    taken: Taken
     counts: dict  # records per readable file
     unreadable: dict  # Path -> Unreadable
     cached: tuple = ()  # the cached records, and their checks, behind both frames
+    checks: object = None  # the good rows with their check columns (None: no records)
+
+    @cached_property
+    def taken(self) -> Taken:
+        """Counted when first asked (two Spark jobs): ingest's conservation asks, live
+        mode's micro-batches do not."""
+        return _taken(self.checks) if self.checks is not None else Taken({}, {})
 
     def release(self) -> None:
         for frame in self.cached:
@@ -472,13 +479,13 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
             .unionByName(bad)
         good = readings(rows.where(F.col("reason").isNull()), domain, wide)
     bad = bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", stamp, "raw")
-    taken = _taken(good) if good is not None else Taken({}, {})
+    checks = good
     good = (good if good is not None else spark.createDataFrame(
         [], "stream_id string, sensor_id string, ts timestamp, symbol string, "
             "score double, batch_date date, source_file string")) \
         .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
                 "source_file").select(*BRONZE.schema.names)
-    return CheckedBatch(good, bad, taken, counts, unreadable, cached)
+    return CheckedBatch(good, bad, counts, unreadable, cached, checks)
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
