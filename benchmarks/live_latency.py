@@ -4,7 +4,7 @@ process, `local[2]`, trigger `--trigger` seconds); afterwards the lake says when
 file's readings were matched and each alert was written.
 
     .venv/bin/python benchmarks/live_latency.py [--streams 10000] [--minutes 10]
-        [--trigger 10] [--lateness 2] [--keep DIR]
+        [--trigger 10] [--lateness 2] [--warmup 60] [--keep DIR]
 
 Per file: its write (the rename into the landing folder) to the commit of the first
 micro-batch whose `complete_until` passes the file's second (its readings are in silver
@@ -19,7 +19,10 @@ two trigger intervals before the end was matched.
 
 One exact pattern ("Door Room+ Door", complete, θ 0.01, window 12, alert ≥ 0.2); a
 share `--matching` of the streams walks Door, Room x6, Door, the others read Hallway.
-Prints the figures with the machine's load (`uptime`) before and after.
+Prints the figures with the machine's load (`uptime`) before and after. The files of the
+first `--warmup` seconds are written and processed but left out of the figures (their
+latencies are printed apart): a live process's first micro-batches compile Spark's and
+the engine's code, a cost it pays once, not every day it runs.
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ def main() -> None:
     ap.add_argument("--lateness", type=int, default=2)
     ap.add_argument("--cache", type=int, default=100_000, help="live_cache_streams")
     ap.add_argument("--matching", type=float, default=0.1)
+    ap.add_argument("--warmup", type=float, default=60.0,
+                    help="seconds of files left out of the figures")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
@@ -114,6 +119,7 @@ def main() -> None:
     if args.report:
         saved = json.loads((args.report / "written.json").read_text())
         written = {int(k): v for k, v in saved["written"].items()}
+        args.warmup = saved.get("warmup", 0.0)
         report(args.report, args, written, *saved["load"])
         return
     folder = args.keep or Path(tempfile.mkdtemp(prefix="probcep-live-latency-"))
@@ -131,7 +137,7 @@ def main() -> None:
     stop = threading.Event()
     gen = threading.Thread(target=generate, args=(folder / "landing", args, stop, written))
     gen.start()
-    time.sleep(args.minutes * 60)
+    time.sleep(args.warmup + args.minutes * 60)
     stop.set()
     gen.join()
     time.sleep(2 * args.trigger + args.lateness + 5)  # let the last batches finish
@@ -142,7 +148,7 @@ def main() -> None:
         live.kill()
     load_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     (folder / "written.json").write_text(json.dumps(
-        {"written": written, "load": [load_before, load_after]}))
+        {"written": written, "load": [load_before, load_after], "warmup": args.warmup}))
     report(folder, args, written, load_before, load_after)
 
 
@@ -157,19 +163,22 @@ def report(folder: Path, args, written: dict, load_before: str, load_after: str)
     done = status.dropna(subset=["complete_until"])
     seconds = np.array(sorted(written))
     wrote = np.array([written[s] for s in seconds])
+    warm = wrote < wrote.min() + args.warmup if len(wrote) else wrote.astype(bool)
     # the first status row whose complete_until passes the second
     until = seconds_of(done["complete_until"])
     finished = seconds_of(done["finished"])
     reach = np.maximum.accumulate(until) if len(until) else until
     idx = np.searchsorted(reach, seconds + 1, side="left")
     matched = idx < len(reach)
-    file_lat = finished[idx[matched]] - wrote[matched]
+    file_lat = finished[idx[matched & ~warm]] - wrote[matched & ~warm]
+    warm_lat = finished[idx[matched & warm]] - wrote[matched & warm]
     alerts = ALERTS.read(lake).to_pandas()
     by_run = dict(zip(status["run_id"], seconds_of(status["finished"])))
     ends = seconds_of(alerts["ts_end"]).astype(np.int64) if len(alerts) else \
         np.zeros(0, np.int64)
+    measured = set(seconds[~warm].tolist())
     alert_lat = np.array([by_run[r] - written[e] for r, e in zip(alerts["run_id"], ends)
-                          if e in written and r in by_run])
+                          if e in measured and r in by_run])
     n = len(file_lat)
     third = max(1, n // 3)
     first, last = file_lat[:third], file_lat[-third:]
@@ -183,7 +192,9 @@ def report(folder: Path, args, written: dict, load_before: str, load_after: str)
           f"{args.master}; work folder {folder}")
     print(f"load before: {load_before}\nload after:  {load_after}")
     print(f"files written {len(seconds)}, matched {int(matched.sum())}, not matched "
-          f"(written > 2 triggers before the end) {unmatched}")
+          f"(written > 2 triggers before the end) {unmatched}; the {int(warm.sum())} of "
+          f"the first {args.warmup:g} s (warm-up, left out below): latency p50 "
+          f"{percentile(warm_lat, 50):.1f} s, max {percentile(warm_lat, 100):.1f} s")
     print(f"micro-batches {len(status)}, rows per batch median {np.median(rows):.0f}, "
           f"batch time median {np.median(took):.1f} s, max {took.max():.1f} s, "
           f"cache misses {int(status['cache_misses'].fillna(0).sum())}")

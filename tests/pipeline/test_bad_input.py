@@ -114,6 +114,8 @@ KINDS = {
                      "w,2026-01-01T00:06:00,0.2,0.3,0.5000001\n", 3, 1, 3,
                      {"wide row does not sum to 1": 1, "wide row sums to 0": 1}),
     "duplicates.csv": (LONG + good("d") * 2, 2, 2, 2, {}),
+    # read in one scan with the other long CSVs, which Spark names by URI
+    "odd name #1 + é 100%.csv": (LONG + good("o"), 1, 1, 1, {}),
     "good.parquet": (PARQUET, 4, 1, 1, {"score is NaN": 1, "score is not finite": 1,
                                          "missing score": 1}),
     "truncated.parquet": (PARQUET[: len(PARQUET) // 2], 1, 0, 0,

@@ -1,13 +1,15 @@
 """Live mode (`probcep live --once`, Spark's availableNow) on tiny landing folders: the
-groups, alerts and engine states it writes for a day equal the night's, whatever the
-files' arrival order and the micro-batch size; a live process killed with SIGKILL
-mid-batch and started again writes the tables of an uninterrupted run; late readings
-are counted and the night reconciles them."""
+groups, alerts, engine states, correlation rows and correlation alerts it writes for a
+day equal the night's, whatever the files' arrival order and the micro-batch size; the
+night run after live mode writes the tables of the night alone and records no change; a
+live process killed with SIGKILL mid-batch and started again writes the tables of an
+uninterrupted run; late readings are counted and the night reconciles them."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +23,11 @@ import pytest
 from probcep.lake.tables import (
     ALERT_CHANGES,
     ALERTS,
+    ARCHIVE_STATS,
     BRONZE,
+    CORRELATION_ALERT_CHANGES,
+    CORRELATION_ALERTS,
+    CORRELATIONS,
     GROUPS,
     LIVE_STATE,
     LIVE_STATUS,
@@ -43,7 +49,15 @@ patterns:
                alert_threshold: 0.2}
   hallway_pass: {pattern: "Hallway Door Hallway", policy: single, threshold: 0.02,
                  alert_threshold: 0.3}
+correlations:
+  passed_before_visit: {live: room_visit, archive_pattern: "Hallway Door", archive_window: 2,
+                        lookback: 30h, gap: 2, min_probability: 0.05, alert_threshold: 0.05}
+  no_visit_before_pass: {live: hallway_pass, archive_pattern: "Door Room", lookback: 12,
+                         mode: absent, strategy: active, alert_threshold: 0.15}
 """
+#: Tables live mode writes for a day as the night does; correlation rows name the silver
+#: version they read, which differs between two lakes.
+DAY_TABLES = (GROUPS, ALERTS, STATES, CORRELATIONS, CORRELATION_ALERTS)
 
 
 def landing(folder: Path, seed: int, streams: int = 5) -> list[Path]:
@@ -99,12 +113,13 @@ def context(spark, settings: Path, step: str) -> RunContext:
 def rows(table, lake: Path, days) -> pd.DataFrame:
     frame = table.read(lake).to_pandas()
     frame = frame[frame["batch_date"].isin(days)].drop(columns=["run_id"])
+    frame = frame.drop(columns=["silver_version"], errors="ignore")
     return frame.sort_values([c for c in frame.columns if c != "state"]) \
         .reset_index(drop=True)
 
 
 def same_day_tables(a: Path, b: Path, days) -> None:
-    for table in (GROUPS, ALERTS, STATES):
+    for table in DAY_TABLES:
         pd.testing.assert_frame_equal(rows(table, a, days), rows(table, b, days),
                                       obj=table.name)
 
@@ -119,6 +134,11 @@ def night(spark, tmp_path_factory):
     run_days(context(spark, settings, "run"), DAYS[0], DAYS[1])
     assert GROUPS.read(tmp / "night").num_rows > 0
     assert ALERTS.read(tmp / "night").num_rows > 0
+    correlated = CORRELATIONS.read(tmp / "night").to_pandas()
+    assert set(correlated["correlation"]) == {"passed_before_visit", "no_visit_before_pass"}
+    assert set(CORRELATION_ALERTS.read(tmp / "night").to_pandas()["correlation"]) == \
+        set(correlated["correlation"])
+    assert ARCHIVE_STATS.read(tmp / "night").num_rows > 0  # auto pruned with statistics
     return tmp, files
 
 
@@ -136,13 +156,33 @@ def in_order(spark, night):
     return live_once(spark, tmp, tmp / "landing", "in-order", 1)
 
 
-def test_live_in_time_order_writes_the_nights_groups_alerts_and_states(night, in_order):
+def test_live_in_time_order_writes_the_nights_groups_alerts_states_and_correlations(
+        night, in_order):
     tmp, files = night
     same_day_tables(in_order, tmp / "night", DAYS[:2])
+    assert not ARCHIVE_STATS.exists(in_order)  # live mode prunes by P(g) alone
     status = LIVE_STATUS.read(in_order)
     assert status.num_rows == len(files)  # maxFilesPerTrigger = 1
     assert pc.sum(status["late_rows"]).as_py() == 0
     assert pc.sum(status["rows"]).as_py() == BRONZE.read(in_order).num_rows
+
+
+def test_the_night_after_live_mode_writes_the_tables_of_the_night_and_no_changes(
+        spark, night, in_order):
+    """The night replaces live mode's rows of its days (correlation rows too: they name
+    another silver version) and, nothing having changed, records no alert change."""
+    tmp, files = night
+    lake = tmp / "live-then-night"
+    shutil.copytree(in_order, lake)
+    ctx = context(spark, settings_file(tmp, tmp / "landing", lake, 1), "run")
+    run_days(ctx, DAYS[0], DAYS[1])
+    same_day_tables(lake, tmp / "night", DAYS[:2])
+    for table in (CORRELATIONS, CORRELATION_ALERTS):
+        written = table.read(lake, [("batch_date", "in", DAYS[:2])])
+        assert written.num_rows
+        assert set(written["run_id"].to_pylist()) <= {f"{ctx.run_id}-{d}" for d in DAYS[:2]}
+    assert CORRELATION_ALERT_CHANGES.read(lake).num_rows == 0
+    assert ALERT_CHANGES.read(lake).num_rows == 0
 
 
 def test_live_status_on_the_command_line(night, in_order, capsys):
@@ -157,7 +197,7 @@ def test_live_status_on_the_command_line(night, in_order, capsys):
 
 
 @pytest.mark.parametrize("max_files,order_seed", [(4, 11)])
-def test_live_in_shuffled_order_writes_the_nights_groups_alerts_and_states(
+def test_live_in_shuffled_order_writes_the_nights_groups_alerts_states_and_correlations(
         spark, night, max_files, order_seed):
     tmp, files = night
     # arrival order: chunks out of order by at most one place (within the lateness)
@@ -198,9 +238,10 @@ live.LiveQuery(RunContext.open("live", settings=settings, master="local[1]")).ru
 
 
 #: Kill points: after each of a micro-batch's writes, in batches where a day is still
-#: open (3, 4), where the first day completes (6: its states are written too) and later.
+#: open (3, 4), where the first day completes (6: its states are written too) and later
+#: (9 makes correlation rows and a correlation alert: the retry writes only the alert).
 KILLS = [(3, BRONZE.name), (4, SILVER.name), (5, GROUPS.name), (6, ALERTS.name),
-         (7, LIVE_STATUS.name), (8, LIVE_STATE.name)]
+         (7, LIVE_STATUS.name), (8, LIVE_STATE.name), (9, CORRELATIONS.name)]
 
 
 @pytest.mark.soak
@@ -219,7 +260,7 @@ def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_ord
     assert LIVE_STATUS.read(tmp / f"killed-{batch}").num_rows == batch + written
     LiveQuery(context(spark, settings, "live")).run(once=True)  # Spark retries it
     clean = in_order
-    for t in (GROUPS, ALERTS, BRONZE, SILVER, LIVE_STATUS):
+    for t in (GROUPS, ALERTS, BRONZE, SILVER, LIVE_STATUS, CORRELATIONS, CORRELATION_ALERTS):
         a, b = t.read(tmp / f"killed-{batch}"), t.read(clean)
         assert a.num_rows == b.num_rows, t.name
     same_day_tables(tmp / f"killed-{batch}", clean, DAYS)
@@ -272,3 +313,5 @@ def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, i
     added = (changes["change"] == "added").sum()
     retracted = (changes["change"] == "retracted").sum()
     assert night_day0.num_rows == day0.num_rows + added - retracted
+    correlation_changes = CORRELATION_ALERT_CHANGES.read(lake).to_pandas()
+    assert set(correlation_changes["changed_by_run"]) <= {f"{ctx.run_id}-{DAYS[0]}"}

@@ -9,7 +9,8 @@ strategy. For `auto` with an archive window, the statistics table
 (`state/archive_stats`) bounds P_A(R) per stream and day so that groups that cannot
 reach τ_C are dropped before any silver is read; missing days are computed and stored.
 Like `group-day`, the day's rows are replaced in one commit per table: a rerun gives the
-same rows, and a killed run leaves no partial commit.
+same rows, and a killed run leaves no partial commit. Live mode computes the rows of
+the groups each micro-batch makes final through the same `correlate_groups`.
 """
 
 from __future__ import annotations
@@ -63,14 +64,11 @@ def correlate_day(ctx: RunContext, day: dt.date,
                   correlations: list[RegisteredCorrelation] | None = None
                   ) -> list[CorrelateReport]:
     """Every correlation of the run (default: those whose live pattern it groups)."""
-    version = ctx.source.version()
-    if version is not None:  # the archive is silver as it is now, whatever lands later
-        def files_of_day(d):
-            return SILVER.files(ctx.lake, [("date", "=", d.isoformat())], version=version)
-    else:
-        files_of_day = ctx.source.files
+    version = ctx.source.version()  # the archive is silver as it is now, whatever lands later
     chosen = ctx.correlations if correlations is None else correlations
-    computed = [_compute(ctx, day, c, version, files_of_day) for c in chosen]
+    lo, end = ctx.clock.day_range(day)
+    computed = [correlate_groups(ctx, day, c, live_groups(ctx, day, c), version, (lo, end - 1))
+                for c in chosen]
     if computed:  # one validation for the day's rows of every correlation
         check_correlations(pa.concat_tables([t for t, _ in computed]).to_pandas(),
                            day=day.isoformat(), run_id=ctx.run_id)
@@ -87,34 +85,56 @@ def correlate_day(ctx: RunContext, day: dt.date,
 
 
 def live_groups(ctx: RunContext, day: dt.date, c: RegisteredCorrelation) -> dict[str, list]:
-    rows = GROUPS.read(ctx.lake, GROUPS.day_filter(day, {"pattern": [c.live.name]}))
-    rows = rows.filter(pc.equal(rows["pattern_version"], c.live.version)).to_pylist()
+    """The day's gold groups of the correlation's live pattern, by stream."""
+    return groups_by_stream(GROUPS.read(ctx.lake, GROUPS.day_filter(
+        day, {"pattern": [c.live.name]})), c)
+
+
+def groups_by_stream(rows: pa.Table, c: RegisteredCorrelation) -> dict[str, list[Group]]:
+    """The groups (GROUPS rows) of the correlation's live pattern and version, by stream."""
+    rows = rows.filter(pc.and_(pc.equal(rows["pattern"], c.live.name),
+                               pc.equal(rows["pattern_version"], c.live.version)))
     groups: dict[str, list[Group]] = {}
-    for r in rows:
+    for r in rows.to_pylist():
         groups.setdefault(r["stream_id"], []).append(Group(
             r["t_start"], r["t_first"], r["t_end"], r["probability"], r["n_matches"],
             r["max_match_probability"]))
     return groups
 
 
-def _compute(ctx, day, c: RegisteredCorrelation, version, files_of_day):
-    """The day's rows of one correlation (not yet written) and their report."""
+def correlate_groups(ctx: RunContext, day: dt.date, c: RegisteredCorrelation,
+                     groups: dict[str, list[Group]], version: int | None,
+                     span: tuple[int, int], stats: bool = True) -> tuple[pa.Table, CorrelateReport]:
+    """The rows of one correlation (not yet written, with `day` as their batch date) for
+    live groups by stream, the archive being silver at `version`; `span` is the timesteps
+    the groups come from (what `active` reads ahead for). The night and live mode both
+    come here, so their rows agree. `stats`: let `auto` read and store the statistics
+    (live mode does not: silver's version moves every micro-batch, and the statistics
+    are kept per version; pruning never changes a row)."""
     corr = c.correlation
-    groups = live_groups(ctx, day, c)
-    lo, end = ctx.clock.day_range(day)
-    night = (lo, end - 1)
     starts = [g.t_start for gs in groups.values() for g in gs]
-    horizon = min([lo, *starts]) - corr.lookback
-    archive = SilverArchive(files_of_day, ctx.clock, ctx.domain, ctx.source.silence(), horizon,
-                            max([night[1], *starts]) - corr.gap)
-    stats = None
-    if c.strategy == "auto" and corr.window is not None and corr.min_probability > 0:
-        stats = archive_stats(ctx, c, archive, version, sorted(groups))
+    horizon = min([span[0], *starts]) - corr.lookback
+    archive = SilverArchive(archive_files(ctx, version), ctx.clock, ctx.domain,
+                            ctx.source.silence(), horizon, max([span[1], *starts]) - corr.gap)
+    found = None
+    if stats and c.strategy == "auto" and corr.window is not None and corr.min_probability > 0:
+        found = archive_stats(ctx, c, archive, version, sorted(groups))
     rows = correlate(corr, Transducer(corr.dfa, corr.window), groups, archive, c.strategy,
-                     night, stats)
+                     span, found)
     table = correlation_rows(rows, c, day, ctx, version)
     return table, CorrelateReport(day, c.name, len(starts), table.num_rows, archive.rows_read,
                                   0, 0)
+
+
+def archive_files(ctx: RunContext, version: int | None):
+    """A day's silver files at the pinned version (the source's own files when silver is
+    not a Delta table)."""
+    if version is None:
+        return ctx.source.files
+
+    def files_of_day(d: dt.date) -> list[str]:
+        return SILVER.files(ctx.lake, [("date", "=", d.isoformat())], version=version)
+    return files_of_day
 
 
 def check_correlations(frame, docs_dir=None, *, day: str | None = None,
@@ -213,9 +233,7 @@ def publish_correlation_alerts(ctx: RunContext, day: dt.date, c: RegisteredCorre
                                rows: pa.Table) -> tuple[int, int]:
     """The day's rows at or above the correlation's alert threshold replace its alerts;
     what was added or retracted is appended to the changes, as for `gold/alerts`."""
-    keep = rows.filter(pc.greater_equal(rows["probability"], c.alert_threshold))
-    alerts = keep.append_column("alert_threshold", pa.array(
-        [c.alert_threshold] * keep.num_rows, pa.float64())).cast(CORRELATION_ALERTS.schema)
+    alerts = alert_rows(rows, c)
     before = CORRELATION_ALERTS.read(ctx.lake, CORRELATION_ALERTS.day_filter(
         day, {"correlation": [c.name]}))
     added, retracted = _anti_join(alerts, before), _anti_join(before, alerts)
@@ -227,6 +245,13 @@ def publish_correlation_alerts(ctx: RunContext, day: dt.date, c: RegisteredCorre
             [_change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),
             meta)
     return added.num_rows, retracted.num_rows
+
+
+def alert_rows(rows: pa.Table, c: RegisteredCorrelation) -> pa.Table:
+    """The correlation rows at or above the correlation's alert threshold, as alerts."""
+    keep = rows.filter(pc.greater_equal(rows["probability"], c.alert_threshold))
+    return keep.append_column("alert_threshold", pa.array(
+        [c.alert_threshold] * keep.num_rows, pa.float64())).cast(CORRELATION_ALERTS.schema)
 
 
 def _keys(table: pa.Table):

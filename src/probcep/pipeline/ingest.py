@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from probcep.config.settings import Settings
@@ -41,7 +42,7 @@ from probcep.pipeline.landing import (
     Unreadable,
     cell,
     data_files,
-    read_file,
+    read_files,
     unreadable_from_error,
 )
 
@@ -142,15 +143,16 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
     unreadable: dict[Path, Unreadable] = {}
     while True:
         opened = []
-        for path in day_of:
-            if path not in unreadable:
-                got = read_file(spark, path, settings.domain)
-                if isinstance(got, Unreadable):
-                    unreadable[path] = got
-                else:
-                    opened.append(got)
-        frames = [_of_day(o.records, day_of[o.path], settings) for o in opened
-                  if o.records is not None]
+        for got in read_files(spark, {p: d for p, d in day_of.items()
+                                      if p not in unreadable}, settings.domain):
+            if isinstance(got, Unreadable):
+                unreadable[got.path] = got
+            else:
+                opened.append(got)
+        # files read by one scan share its frame, and a scan holds files of one day
+        scans = {id(o.records): (o.records, day_of[o.path]) for o in opened
+                 if o.records is not None}
+        frames = [_of_day(records, day, settings) for records, day in scans.values()]
         if not frames:
             return None, {str(o.path): 0 for o in opened}, unreadable, False
         records = frames[0]
@@ -170,6 +172,11 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
                 raise
             unreadable[found.path] = found
             continue
+        strange = sorted(set(counts) - {str(o.path) for o in opened})
+        if strange:  # the path decoded from Spark's URI is not the one asked for
+            records.unpersist()
+            raise IngestError(f"records read from {strange}, not a file of the batch by "
+                              f"that name; nothing committed")
         wide = any(w for _, _, w in counts.values())
         return records, _counted(opened, counts, unreadable), unreadable, wide
 
@@ -432,10 +439,16 @@ class CheckedBatch:
 
     good: object  # Spark DataFrame in bronze's columns
     bad: object  # Spark DataFrame in quarantine's columns
-    taken: Taken
     counts: dict  # records per readable file
     unreadable: dict  # Path -> Unreadable
     cached: tuple = ()  # the cached records, and their checks, behind both frames
+    checks: object = None  # the good rows with their check columns (None: no records)
+
+    @cached_property
+    def taken(self) -> Taken:
+        """Counted when first asked (two Spark jobs): ingest's conservation asks, live
+        mode's micro-batches do not."""
+        return _taken(self.checks) if self.checks is not None else Taken({}, {})
 
     def release(self) -> None:
         for frame in self.cached:
@@ -466,13 +479,13 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
             .unionByName(bad)
         good = readings(rows.where(F.col("reason").isNull()), domain, wide)
     bad = bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", stamp, "raw")
-    taken = _taken(good) if good is not None else Taken({}, {})
+    checks = good
     good = (good if good is not None else spark.createDataFrame(
         [], "stream_id string, sensor_id string, ts timestamp, symbol string, "
             "score double, batch_date date, source_file string")) \
         .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
                 "source_file").select(*BRONZE.schema.names)
-    return CheckedBatch(good, bad, taken, counts, unreadable, cached)
+    return CheckedBatch(good, bad, counts, unreadable, cached, checks)
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:

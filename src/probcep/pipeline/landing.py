@@ -28,8 +28,10 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 FORMATS = {".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json",
            ".parquet": "parquet"}
@@ -86,36 +88,59 @@ def cell(symbol: str) -> str:
     return f"_cell_{symbol}"
 
 
-def read_file(spark, path: Path, domain) -> Opened | Unreadable:
-    """The file's records (see the module docstring), or why it is unreadable. Only the
-    header or footer is read here; the rest is read by Spark when the records are first
-    used, where a broken file shows up as a Spark error naming it
+def read_files(spark, files: dict[Path, Hashable], domain) -> list[Opened | Unreadable]:
+    """Each file's records (see the module docstring), or why it is unreadable. CSV
+    files with the same label (`files`: a batch day, say) and the same header are read
+    by one Spark scan: planning a scan per file costs more than reading a small file.
+    Only headers and footers are read here; the rest is read by Spark when the records
+    are first used, where a broken file shows up as a Spark error naming it
     (`unreadable_from_error`)."""
-    fmt, compression = file_format(path)
+    out, scans = [], {}
+    for path, label in files.items():
+        fmt, compression = file_format(path)
+        if fmt != "csv":
+            out.append(_read_file(spark, path, fmt, compression, domain))
+            continue
+        try:
+            with COMPRESSIONS.get(compression, open)(
+                    path, "rt", encoding="utf-8-sig", newline="") as text:
+                header = next(csv.reader(text), None)  # checks the compression too
+        except (UnicodeDecodeError, OSError, EOFError, ValueError) as e:
+            out.append(_unreadable(path, fmt, compression, e))
+            continue
+        if not header:  # an empty file: no records
+            out.append(Opened(path, None))
+        else:
+            scans.setdefault((label, tuple(header)), []).append(path)
+    for (_, header), paths in scans.items():
+        out += _csv(spark, paths, domain, list(header))
+    return out
+
+
+def _read_file(spark, path: Path, fmt, compression, domain) -> Opened | Unreadable:
     if fmt is None:
         return Unreadable(path, "unknown format", f"expected a name ending in "
                           f"{', '.join(sorted(FORMATS))} (text formats also .gz, .bz2)")
     try:
         if fmt == "parquet":
             return _parquet(spark, path, domain)
-        opener = COMPRESSIONS.get(compression, open)
-        if fmt == "csv":
-            with opener(path, "rt", encoding="utf-8-sig", newline="") as text:
-                header = next(csv.reader(text), None)  # checks the compression too
-            return _csv(spark, path, domain, header)
-        with opener(path, "rb") as raw:
+        with COMPRESSIONS.get(compression, open)(path, "rb") as raw:
             raw.read(1)  # checks the compression
         return Opened(path, _json(spark, path, domain))
-    except UnicodeDecodeError as e:
+    except (UnicodeDecodeError, OSError, EOFError, ValueError) as e:
+        return _unreadable(path, fmt, compression, e)
+
+
+def _unreadable(path: Path, fmt, compression, e: Exception) -> Unreadable:
+    if isinstance(e, UnicodeDecodeError):
         return Unreadable(path, "not UTF-8 text", str(e))
-    except (OSError, EOFError, ValueError) as e:
-        return Unreadable(path, f"cannot be read as {fmt}" +
-                          (f" ({compression[1:]})" if compression else ""), _first_line(e))
+    return Unreadable(path, f"cannot be read as {fmt}" +
+                      (f" ({compression[1:]})" if compression else ""), _first_line(e))
 
 
 def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | None:
     """The file a Spark read error names (Spark's FAILED_READ_FILE), if one of `files`."""
-    text = str(error)
+    text = unquote(str(error))  # Spark names a file by URI
     if "FAILED_READ_FILE" not in text:
         return None
     for path in files:
@@ -138,17 +163,18 @@ def _known(layout: str, domain) -> set[str]:
     return set(LONG) if layout == "long" else {*KEYS, *domain}
 
 
-def _records(frame, path: Path, layout, domain, value, present, extra, malformed, raw,
+def _records(frame, source, layout, domain, value, present, extra, malformed, raw,
              bad_text):
-    """The common record columns from per-format expressions: `value(name)` the text of
-    a column, `present(name)` whether the record has it at all."""
+    """The common record columns from per-format expressions: `source` the file's path,
+    `value(name)` the text of a column, `present(name)` whether the record has it at
+    all."""
     from pyspark.sql import functions as F
 
     def wide_cell(s):
         return F.when(present(s), F.coalesce(value(s), F.lit("")))
 
     return frame.select(
-        F.lit(str(path)).alias("source_file"), layout.alias("layout"),
+        source.alias("source_file"), layout.alias("layout"),
         *[value(c).alias(c) for c in LONG],
         *[F.when(layout == "wide", wide_cell(s)).alias(cell(s)) for s in domain],
         extra.alias("extra"), malformed.alias("malformed"), raw.alias("raw"),
@@ -173,34 +199,39 @@ def _any_replacement(cols):
     return F.greatest(*checks) if len(checks) > 1 else checks[0]
 
 
-def _csv(spark, path: Path, domain, header: list[str] | None):
+def _csv(spark, paths: list[Path], domain, header: list[str]) -> list[Opened | Unreadable]:
+    """Files with this header, in one scan; `source_file` is the file's path as given
+    (Spark names it by URI: `file:` and the path with `%`, space and `#` escaped)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
-    if not header:  # an empty file: no records
-        return Opened(path, None)
     names = [h.strip() or f"_c{i}" for i, h in enumerate(header)]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        return Unreadable(path, "header names a column twice", ", ".join(twice))
+        return [Unreadable(p, "header names a column twice", ", ".join(twice))
+                for p in paths]
     schema = StructType([StructField(n, StringType()) for n in names] +
                         [StructField(CORRUPT, StringType())])
     frame = (spark.read.schema(schema).option("header", True).option("multiLine", True)
              .option("escape", '"').option("mode", "PERMISSIVE")
-             .option("columnNameOfCorruptRecord", CORRUPT).csv(str(path)))
+             .option("columnNameOfCorruptRecord", CORRUPT).csv([str(p) for p in paths]))
+    # '+' is itself in a URI but url_decode reads it as a space
+    uri = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
+    source = F.regexp_replace(F.url_decode(uri), "^file:(//)?", "")
     layout = _layout(names)
     known = _known(layout, domain)
 
     def value(name):
         return F.col(f"`{name}`") if name in names else F.lit(None).cast("string")
 
-    return Opened(path, _records(
-        frame, path, F.lit(layout), domain, value, lambda name: F.lit(name in names),
+    records = _records(
+        frame, source, F.lit(layout), domain, value, lambda name: F.lit(name in names),
         _extra_map([n for n in names if n not in known], value),
         F.when(F.col(CORRUPT).isNotNull(),
                F.lit(f"wrong number of fields (the header has {len(names)})")),
         F.col(CORRUPT),
-        _any_replacement([F.col(f"`{n}`") for n in names] + [F.col(CORRUPT)])))
+        _any_replacement([F.col(f"`{n}`") for n in names] + [F.col(CORRUPT)]))
+    return [Opened(p, records) for p in paths]
 
 
 def _json(spark, path: Path, domain):
@@ -222,7 +253,7 @@ def _json(spark, path: Path, domain):
     malformed = (F.when(m.isNull(), "malformed JSON line (not one JSON object)")
                  .when(twice, "malformed JSON line (a key given twice)"))
     return _records(
-        frame, path, layout, domain, lambda name: m[name],
+        frame, F.lit(str(path)), layout, domain, lambda name: m[name],
         lambda name: F.map_contains_key(m, name),
         F.when(F.size(extra) > 0, extra), malformed,
         F.when(malformed.isNotNull(), F.col("value")),
@@ -256,7 +287,7 @@ def _parquet(spark, path: Path, domain):
             column = F.timestamp_micros(F.floor(column / 1000))
         return column.cast("string")
 
-    records = _records(frame, path, F.lit(layout), domain, value,
+    records = _records(frame, F.lit(str(path)), F.lit(layout), domain, value,
                        lambda name: F.lit(name in names),
                        _extra_map([n for n in names if n not in known], value),
                        F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(False))

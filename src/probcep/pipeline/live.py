@@ -21,7 +21,11 @@ from settings) hands each micro-batch's new files, with its batch id, to `LiveQu
    (`probcep.pipeline.live_states`). When a day is complete its engine states are
    written to `state/engine` as the night would write them, so the night and live mode
    agree;
-4. records the micro-batch in `state/live_status` (with its cache misses) and, last,
+4. evaluates every registered correlation (docs/semantics.md §8) for the groups that
+   became final, with `correlate-day`'s code (`correlate_groups`), the archive being
+   silver at its version after this micro-batch's commit, and writes the correlation
+   rows and correlation alerts;
+5. records the micro-batch in `state/live_status` (with its cache misses) and, last,
    commits `state/live` (the buckets of saved states it rewrote, and the complete mark).
 
 Exactly once: every write carries the Delta application transaction (`probcep-live`
@@ -30,12 +34,14 @@ it. A micro-batch retried after a crash starts from the same `state/live` (writt
 last) and the same files (Spark's offset log), so it recomputes the same rows and
 writes only what its first attempt did not.
 
-On data with no late readings, the groups, alerts and states written for a day equal
-what `probcep run` writes for it (tests/pipeline/test_live.py).
+On data with no late readings, the groups, alerts, states, correlation rows and
+correlation alerts written for a day equal what `probcep run` writes for it
+(tests/pipeline/test_live.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -54,6 +60,8 @@ from probcep.lake.stream_ranges import Streams
 from probcep.lake.tables import (
     ALERTS,
     BRONZE,
+    CORRELATION_ALERTS,
+    CORRELATIONS,
     GROUPS,
     LIVE_STATE,
     LIVE_STATUS,
@@ -65,6 +73,7 @@ from probcep.lake.tables import (
     silver_schema,
 )
 from probcep.pipeline.context import RunContext
+from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_by_stream
 from probcep.pipeline.group_day import previous_states, split_output
 from probcep.pipeline.group_tasks import SAVED_STATES, _advance, _group_rows, _state_rows
 from probcep.pipeline.ingest import FORMATS, checked_batch
@@ -74,12 +83,9 @@ from probcep.pipeline.publish_alerts import alerts_of
 
 log = logging.getLogger("probcep.live")
 
-#: Called with the groups (GROUPS rows) each micro-batch made final, after they are
-#: written: where registered correlations are evaluated for them (issue 14).
 #: The binaryFile source's schema (given: a streaming source infers none); only `path`
 #: and `modificationTime` are selected, so no file's content is read by the listing.
 LISTING = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY")
-FINAL_GROUP_HOOKS: list[Callable[[RunContext, pa.Table], None]] = []
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,11 @@ class BatchReport:
     latency_seconds: float | None
     cache_misses: int = 0
     cached: int = 0
-    #: seconds per phase: read (ingest's checks), bronze, silver, engine, gold, state
+    #: correlation rows and correlation alerts written (None: no correlation registered)
+    correlations: int | None = None
+    correlation_alerts: int | None = None
+    #: seconds per phase: read (ingest's checks), bronze, silver, engine, gold,
+    #: correlate, state
     phases: dict = field(default_factory=dict)
 
     def line(self) -> str:
@@ -107,10 +117,13 @@ class BatchReport:
         lag = "" if self.latency_seconds is None else f", latency {self.latency_seconds:.1f} s"
         if self.phases:
             lag += " (" + ", ".join(f"{k} {v:.1f}" for k, v in self.phases.items()) + " s)"
+        correlated = "" if self.correlations is None else \
+            f", {self.correlations} correlation rows, {self.correlation_alerts} correlation alerts"
         return (f"batch {self.batch_id}: {self.files} files, {self.rows} readings "
                 f"({self.late_rows} late, {self.quarantined} quarantined), silver "
-                f"{self.silver_rows} rows, {self.groups} groups final, {self.alerts} alerts; "
-                f"{upto}; {self.cache_misses} cache misses, {self.cached} states cached{lag}")
+                f"{self.silver_rows} rows, {self.groups} groups final, {self.alerts} alerts"
+                f"{correlated}; {upto}; {self.cache_misses} cache misses, "
+                f"{self.cached} states cached{lag}")
 
 
 class LiveQuery:
@@ -215,7 +228,7 @@ class LiveQuery:
                               - clock.epoch_micros / 1e6) / s.timestep_seconds))
             new = max(new, k)
 
-        silver, groups, done = [], [], {}
+        silver, groups, done, spans = [], [], {}, {}
         if complete is not None and new > complete:
             for day, lo, hi in _day_pieces(clock, complete, new):
                 phase("gold")
@@ -228,6 +241,7 @@ class LiveQuery:
                                      ctx.exact)
                 silver.append(rows)
                 groups.append(g)
+                spans[day] = (lo, hi - 1)
                 if ends_day:
                     done[day] = st
         silver_rows = pa.concat_tables(silver) if silver else \
@@ -241,10 +255,15 @@ class LiveQuery:
         for day, st in done.items():
             STATES.replace_day(lake, day, st, {**meta, "batch_date": day.isoformat()},
                                pattern=names)
-        for hook in FINAL_GROUP_HOOKS:
-            hook(ctx, final)
-
         phase("gold")
+        counts = {}
+        if ctx.correlations:
+            correlated, correlation_alerts = self.correlate(final, spans, run_id)
+            commit_once(CORRELATIONS, lake, correlated, meta, app, batch_id)
+            commit_once(CORRELATION_ALERTS, lake, correlation_alerts, meta, app, batch_id)
+            counts = {"correlations": correlated.num_rows,
+                      "correlation_alerts": correlation_alerts.num_rows}
+            phase("correlate")
         oldest = min((m for _, m in listed), default=None)
         finished = dt.datetime.now(dt.UTC)
         report = BatchReport(
@@ -252,7 +271,7 @@ class LiveQuery:
             silver_rows.num_rows, final.num_rows, alerts.num_rows,
             None if new is None else clock.time(new),
             None if oldest is None else (finished - _utc(oldest)).total_seconds(),
-            states.cache.misses - misses, len(states.cache))
+            states.cache.misses - misses, len(states.cache), **counts)
         commit_once(LIVE_STATUS, lake, _status_row(report, started, finished, run_id),
                     meta, app, batch_id)
         files, replaced = states.written(new)
@@ -295,6 +314,26 @@ class LiveQuery:
         return pa.concat_tables([_group_rows(found, owner, ids, patterns),
                                  _state_rows(kept, ids, patterns)])
 
+    def correlate(self, final: pa.Table, spans: dict[dt.date, tuple[int, int]],
+                  run_id: str) -> tuple[pa.Table, pa.Table]:
+        """Every registered correlation over the groups that became final (GROUPS rows),
+        day by day as `correlate-day` joins a day's groups; `spans`: each day's timesteps
+        this micro-batch completed. The archive is silver at its current version (this
+        micro-batch's silver committed). Returns (correlation rows, correlation alerts);
+        unlike the night, they are not validated here (the night validates the day's)."""
+        ctx = dataclasses.replace(self.ctx, run_id=run_id)  # the rows name the micro-batch
+        version = SILVER.version(ctx.lake)
+        rows = [CORRELATIONS.schema.empty_table()]
+        alerts = [CORRELATION_ALERTS.schema.empty_table()]
+        for c in self.ctx.correlations:
+            for day, span in spans.items():
+                groups = groups_by_stream(final.filter(pc.equal(final["batch_date"], day)), c)
+                if groups:
+                    table, _ = correlate_groups(ctx, day, c, groups, version, span, stats=False)
+                    rows.append(table)
+                    alerts.append(alert_rows(table, c))
+        return pa.concat_tables(rows), pa.concat_tables(alerts)
+
     def read(self, files: list[Path]) -> tuple[pa.Table, pa.Table]:
         """The files' readings checked as ingest checks them: (bronze rows, quarantine
         rows), each with its landing folder's day as `batch_date`."""
@@ -323,20 +362,20 @@ class LiveQuery:
     def silver(self, day: dt.date, lo: int, hi: int) -> pa.Table:
         """Silver rows of the day's timesteps [lo, hi), from bronze as the night reads it
         (batches ingested on or after the day)."""
+        s = self.settings
+        held = s.hold_last_steps if s.gap_policy == "hold_last" else 0
+        start, stop = s.clock.time(max(s.clock.day_range(day)[0], lo - held)), s.clock.time(hi)
+        # only the files whose statistics may hold these readings: bronze grows by a
+        # file a micro-batch, and Spark would open each one's footer to skip it
         bronze = spark_read(self.ctx.spark, BRONZE, self.ctx.lake,
-                            [("batch_date", ">=", day.isoformat())])
+                            [("batch_date", ">=", day.isoformat()), ("ts", ">=", start),
+                             ("ts", "<", stop)])
         schema = silver_schema(self.settings.silver_domain)
         if bronze is None:
             return schema.empty_table()
         from pyspark.sql import functions as F
 
-        # only the readings distributions keeps, by a filter Parquet's statistics can
-        # use (bronze grows all day; its files of earlier micro-batches are skipped)
-        s = self.settings
-        held = s.hold_last_steps if s.gap_policy == "hold_last" else 0
-        start = max(s.clock.day_range(day)[0], lo - held)
-        bronze = bronze.where((F.col("ts") >= F.lit(s.clock.time(start)))
-                              & (F.col("ts") < F.lit(s.clock.time(hi))))
+        bronze = bronze.where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(stop)))
         rows = distributions(bronze, self.settings, day, lo, hi).toArrow()
         rows = rows.select(schema.names).cast(schema)
         return rows.take(pc.sort_indices(rows, [("stream_id", "ascending"),
