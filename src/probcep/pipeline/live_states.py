@@ -95,8 +95,8 @@ class LiveStates:
         self.touched: dict[int, dict[Key, bool | None]] = {}
         self.evicted: dict[Key, bytes] = {}  # changed, then evicted, not yet written
         self.staged: dict[Key, bytes] = {}  # read from the table for the current chunk
-        self.pending: dict[int, object] = {}  # bucket -> add action of its new file (None:
-        # emptied), not yet committed
+        #: bucket -> the add action of its new file, not yet committed (None: emptied)
+        self.pending: dict[int, object] = {}
 
     # --- a micro-batch ----------------------------------------------------------------
 
