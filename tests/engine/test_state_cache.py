@@ -123,3 +123,17 @@ def test_a_scan_through_more_streams_than_the_cache_holds_keeps_the_frequent_one
 def test_bad_cache_settings_are_refused(bad):
     with pytest.raises(ValueError):
         StateCache(load=lambda k: None, spill=lambda k, m: None, **bad)
+
+
+def test_the_use_history_is_bounded_by_the_capacity_not_the_streams_seen():
+    """Ten times HISTORY x capacity streams, each used once and spilled: the cache
+    remembers the last uses of at most HISTORY x capacity of them, the most recent."""
+    from probcep.engine.state_cache import HISTORY
+
+    query = Query.build("a b+ a", "ab", policy="complete", threshold=0.0)
+    cache = StateCache(2, "priority", load=lambda k: None, spill=lambda k, m: None)
+    n = 10 * HISTORY * 2
+    for k in range(n):
+        cache.put(k, cache.get(k) or StreamMatcher(query))
+    assert len(cache._last) == HISTORY * 2 and len(cache._gaps) <= HISTORY * 2
+    assert list(cache._last) == list(range(n - HISTORY * 2, n))

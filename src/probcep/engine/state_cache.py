@@ -25,6 +25,7 @@ A policy changes which reads miss, never a matcher's state, so never a group
 from __future__ import annotations
 
 import heapq
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -33,6 +34,11 @@ import numpy as np
 from probcep.engine.grouping import StreamMatcher
 
 POLICIES = ("creation", "priority", "lru")
+#: How many keys' use history (last use, reuse distance: `priority`'s measure) the cache
+#: keeps, in multiples of its capacity; beyond it the least recently used key's is
+#: forgotten (its next gap counts as the mean), so the history grows with the capacity,
+#: not with the number of streams ever seen.
+HISTORY = 16
 
 
 @dataclass
@@ -60,7 +66,9 @@ class StateCache:
     _entries: dict = field(default_factory=dict)
     _clock: int = 0
     _gap: float = 0.0  # mean reuse distance (exponentially weighted), for `priority`
-    _last: dict = field(default_factory=dict)  # key -> clock of its last use, cached or not
+    #: key -> clock of its last use, cached or not; least recent first, at most HISTORY x
+    #: capacity keys
+    _last: OrderedDict = field(default_factory=OrderedDict)
     _gaps: dict = field(default_factory=dict)  # key -> its mean reuse distance
 
     def __post_init__(self):
@@ -82,7 +90,10 @@ class StateCache:
             d = self._clock - self._last[key]
             self._gap += (d - self._gap) / 64.0
             self._gaps[key] = 0.5 * (self._gaps.get(key, d) + d)
+        if key in self._last:
+            self._last.move_to_end(key)  # its order is the order of use
         self._last[key] = self._clock
+        self._forget()
         if entry is not None:
             self.hits += 1
             entry.used = self._clock
@@ -103,7 +114,9 @@ class StateCache:
             self._entries[key] = _Entry(matcher, self._clock, self._clock)
         else:
             entry.matcher, entry.used = matcher, self._clock
-        self._last.setdefault(key, self._clock)
+        if key not in self._last:
+            self._last[key] = self._clock
+            self._forget()
         if len(self._entries) > self.capacity:
             # ranking is a pass over the cache: make room for a sixteenth of it at once
             keep = self.capacity - self.capacity // 16
@@ -117,6 +130,11 @@ class StateCache:
         self._entries.pop(key, None)
         self._last.pop(key, None)
         self._gaps.pop(key, None)
+
+    def _forget(self) -> None:
+        if len(self._last) > HISTORY * self.capacity:
+            oldest, _ = self._last.popitem(last=False)
+            self._gaps.pop(oldest, None)
 
     def flush(self) -> None:
         """Spill every cached state (at a checkpoint); they stay cached."""

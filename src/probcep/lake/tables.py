@@ -339,12 +339,14 @@ CATALOG = (BRONZE, QUARANTINE, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
 # --- live mode ----------------------------------------------------------------------
 
 #: Live mode's engine states between micro-batches: one row per pattern version and
-#: stream with something open, plus one row with an empty pattern whose `next_t` is the
-#: first timestep not yet complete. Replaced whole by each micro-batch, last of its writes.
+#: stream with a state (`batch_id`: the micro-batch that wrote it), plus one row with an
+#: empty pattern whose `next_t` is the first timestep not yet complete. Partitioned by
+#: `bucket` (a hash of the stream id; the mark's is -1): each micro-batch replaces the
+#: buckets it touched and the mark, last of its writes (`probcep.pipeline.live_states`).
 LIVE_STATE = Table("state/live", "batch_id", pa.schema([
     ("pattern", pa.string()), ("pattern_version", pa.string()), ("stream_id", pa.string()),
     ("next_t", pa.int64()), ("state", pa.binary()), ("batch_id", pa.int64()),
-    ("quiet", pa.bool_()),
+    ("quiet", pa.bool_()), ("bucket", pa.int32()),
 ]))
 #: One row per live micro-batch: what it read and wrote, and how long it took.
 LIVE_STATUS = Table("state/live_status", "batch_date", pa.schema([
@@ -356,16 +358,23 @@ LIVE_STATUS = Table("state/live_status", "batch_date", pa.schema([
 ]))
 
 
-def commit_once(table: Table, lake, rows: pa.Table, metadata: dict, app_id: str,
+def commit_once(table: Table, lake, rows: pa.Table | list, metadata: dict, app_id: str,
                 version: int, mode: str = "append",
-                partition_by: Sequence[str] | None = None) -> bool:
+                partition_by: Sequence[str] | None = None,
+                partition_filters: list | None = None) -> bool:
     """Append (or overwrite with) `rows` in one commit that carries the Delta application
     transaction (`app_id`, `version`), unless the table already holds a commit of that
     transaction at `version` or later: a micro-batch retried after a crash writes nothing
-    twice. Returns whether it committed."""
+    twice. Returns whether it committed.
+
+    `rows` may also be the add actions of Parquet files already written into the table
+    (a table partitioned by `partition_by`): then an overwrite replaces only the
+    partitions `partition_filters` select, and files not committed stay unreferenced."""
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
     path = table.path(lake)
+    properties = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()},
+                                  app_transactions=[Transaction(app_id, version)])
 
     def attempt() -> bool:
         if table.exists(lake):
@@ -374,11 +383,17 @@ def commit_once(table: Table, lake, rows: pa.Table, metadata: dict, app_id: str,
                 return False
         else:
             path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(path), rows, mode=mode,
-                        partition_by=None if table.exists(lake) else partition_by,
-                        commit_properties=CommitProperties(
-                            custom_metadata={k: str(v) for k, v in metadata.items()},
-                            app_transactions=[Transaction(app_id, version)]))
+        if isinstance(rows, pa.Table):
+            write_deltalake(str(path), rows, mode=mode,
+                            partition_by=None if table.exists(lake) else partition_by,
+                            commit_properties=properties)
+            return True
+        if not table.exists(lake):
+            DeltaTable.create(str(path), table.schema, mode="ignore",
+                              partition_by=list(partition_by or []))
+        DeltaTable(str(path)).create_write_transaction(
+            rows, mode, table.schema, list(partition_by or []), partition_filters,
+            commit_properties=properties)
         return True
 
     return commit_with_retries(attempt, table.name)

@@ -26,7 +26,7 @@ from settings) hands each micro-batch's new files, with its batch id, to `LiveQu
    silver at its version after this micro-batch's commit, and writes the correlation
    rows and correlation alerts;
 5. records the micro-batch in `state/live_status` (with its cache misses) and, last,
-   replaces `state/live` (the saved states and the complete mark).
+   commits `state/live` (the buckets of saved states it rewrote, and the complete mark).
 
 Exactly once: every write carries the Delta application transaction (`probcep-live`
 plus the query's id, version = batch id) and is skipped when the table already holds
@@ -198,7 +198,7 @@ class LiveQuery:
                   if p.suffix.lower() in FORMATS and _folder_day(p) is not None]
         data = sorted(p for p, _ in listed)
         states = self.states
-        states.begin()
+        states.begin(batch_id)
         misses = states.cache.misses
         complete = states.complete
 
@@ -274,8 +274,9 @@ class LiveQuery:
             states.cache.misses - misses, len(states.cache), **counts)
         commit_once(LIVE_STATUS, lake, _status_row(report, started, finished, run_id),
                     meta, app, batch_id)
-        commit_once(LIVE_STATE, lake, states.rows(new, batch_id), meta, app, batch_id,
-                    mode="overwrite")
+        files, replaced = states.written(new)
+        commit_once(LIVE_STATE, lake, files, meta, app, batch_id, mode="overwrite",
+                    partition_by=["bucket"], partition_filters=replaced)
         states.committed(new)
         phase("state")
         report.phases.update(phases)
@@ -292,10 +293,7 @@ class LiveQuery:
         ids = states.needed(streams.ids, ends_day)
         silence = np.array(self.settings.silence)
         found, owner, kept = [], [], []
-        step = states.capacity_streams
-        for c in range(0, len(ids), step):
-            chunk = ids[c:c + step]
-            states.prefetch(chunk)
+        for c, chunk in states.chunks(ids):
             for i, sid in enumerate(chunk, start=c):
                 runs = streams.runs(where[sid]) if sid in where else []
                 for j, p in enumerate(patterns):

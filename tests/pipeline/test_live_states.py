@@ -1,0 +1,96 @@
+"""`state/live` by bucket, without Spark: a micro-batch rewrites only the buckets it
+touched (the others keep their files), as one commit carrying its application
+transaction; files written by a batch that never committed change nothing, and its
+retry commits once."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow.compute as pc
+
+from probcep.engine import Query, StreamMatcher
+from probcep.lake.tables import LIVE_STATE, commit_once
+from probcep.pipeline.live_states import BUCKETS, MARK, LiveStates, bucket
+
+APP = "probcep-live-test"
+PATTERN = SimpleNamespace(name="p", version="1",
+                          query=Query.build("a b+ a", "ab", policy="complete", threshold=0.0))
+
+
+def batch(states: LiveStates, batch_id: int, fed: dict[str, int], complete: int,
+          commit: bool = True) -> bool:
+    """Advance the streams `fed` (stream -> how many timesteps of "a" to feed), the
+    way live mode's `advance` does, and commit (or not: a crash before the commit)."""
+    states.begin(batch_id)
+    for _, chunk in states.chunks(states.needed(sorted(fed), ends_day=False)):
+        for sid in chunk:
+            key = ("p", "1", sid)
+            matcher = states.matcher(key)
+            if sid in fed:
+                t = matcher.next_t or 0
+                matcher.feed_columns(t, np.tile([[1.0, 0.0]], (fed[sid], 1)))
+                states.keep(key, matcher, quiet=False)
+    if not commit:
+        states.abandon()
+        return False
+    files, replaced = states.written(complete)
+    done = commit_once(LIVE_STATE, states.lake, files, {"batch_id": batch_id}, APP, batch_id,
+                       mode="overwrite", partition_by=["bucket"], partition_filters=replaced)
+    states.committed(complete)
+    return done
+
+
+def saved(lake) -> dict[str, int]:
+    rows = LIVE_STATE.read(lake)
+    rows = rows.filter(pc.not_equal(rows["pattern"], ""))
+    return {s: StreamMatcher.from_bytes(PATTERN.query, b).next_t
+            for s, b in zip(rows["stream_id"].to_pylist(), rows["state"].to_pylist())}
+
+
+def files_by_bucket(lake) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for uri in LIVE_STATE.files(lake):
+        b = int(uri.split("bucket=")[1].split("/")[0])
+        out.setdefault(b, []).append(uri)
+    return out
+
+
+def test_a_batch_rewrites_only_the_buckets_it_touched_in_one_commit(tmp_path):
+    ids = [f"s{i}" for i in range(40)]
+    states = LiveStates(tmp_path, [PATTERN], streams=3, policy="lru")
+    assert batch(states, 0, {s: 2 for s in ids}, complete=2)
+    assert saved(tmp_path) == {s: 2 for s in ids}
+    before = files_by_bucket(tmp_path)
+    assert set(before) == {bucket(s) for s in ids} | {MARK}
+    assert all(0 <= b < BUCKETS for b in before if b != MARK)
+
+    assert batch(states, 1, {"s3": 1}, complete=3)
+    after = files_by_bucket(tmp_path)
+    assert saved(tmp_path) == {**{s: 2 for s in ids}, "s3": 3}
+    changed = {b for b in after if after[b] != before.get(b)}
+    assert changed == {bucket("s3"), MARK}
+    assert LIVE_STATE.version(tmp_path) == 1 + 1  # the table's creation, two commits
+
+    # a fresh process (empty cache): every state comes from the table
+    again = LiveStates(tmp_path, [PATTERN], streams=3, policy="priority")
+    assert batch(again, 2, {"s3": 1, "s7": 1}, complete=4)
+    assert saved(tmp_path) == {**{s: 2 for s in ids}, "s3": 4, "s7": 3}
+    assert again.cache.misses == len(ids)  # all open: every one is needed
+
+
+def test_files_of_a_batch_that_never_committed_change_nothing_and_its_retry_commits_once(
+        tmp_path):
+    ids = [f"s{i}" for i in range(10)]
+    states = LiveStates(tmp_path, [PATTERN], streams=4, policy="creation")
+    assert batch(states, 0, {s: 1 for s in ids}, complete=1)
+    version = LIVE_STATE.version(tmp_path)
+    assert not batch(states, 1, {s: 1 for s in ids}, complete=2, commit=False)  # a crash
+    assert LIVE_STATE.version(tmp_path) == version
+    assert saved(tmp_path) == {s: 1 for s in ids}
+    assert batch(states, 1, {s: 1 for s in ids}, complete=2)  # the retry
+    assert saved(tmp_path) == {s: 2 for s in ids}
+    assert not batch(states, 1, {s: 1 for s in ids}, complete=2)  # written already
+    assert saved(tmp_path) == {s: 2 for s in ids}
+    assert states.complete == 2
