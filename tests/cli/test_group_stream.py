@@ -129,3 +129,20 @@ def test_bad_pattern_on_a_bad_file_reports_the_file(tmp_path, capsys):
     write(spoil("gap")(streams()), data)
     assert main(["group", str(data), "--pattern", "a x", "--policy", "single"]) == 2
     assert "gap in t" in capsys.readouterr().err
+
+
+def test_narrow_times_integer_symbols_and_unicode_ids(tmp_path, monkeypatch):
+    monkeypatch.setattr(group_stream, "BATCH_ROWS", 50)
+    rng = np.random.default_rng(2)
+    n = 300
+    hot = rng.integers(0, 3, n)
+    frame = pd.concat([pd.DataFrame({"stream_id": sid, "t": np.arange(n, dtype=np.int32),
+                                     "a": (hot == 0).astype(np.int64),
+                                     "b": (hot == 1).astype(np.int8),
+                                     "c": (hot == 2).astype(np.float32)})
+                       for sid in ("é", "z\"q", "ü")]).sort_values("stream_id", kind="stable")
+    data = tmp_path / "in.parquet"
+    write(frame, data)
+    opts = ["--pattern", "a b+ c", "--policy", "complete", "--threshold", "0", "--window", "9"]
+    plain, streamed, taken = run_both(tmp_path, monkeypatch, data, opts)
+    assert taken and plain and streamed == plain
