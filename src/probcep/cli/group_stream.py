@@ -113,11 +113,8 @@ def _read(path: Path, domain: tuple[str, ...], batches: queue.Queue,
             batches.put(item)
         valid.set()
         batches.put(_END)
-    except (_Abandon, ValueError, OSError, TypeError):  # Arrow's errors are ValueErrors
-        batches.put(None)
-    except BaseException:
-        batches.put(None)
-        raise
+    except Exception:  # _Abandon, or Arrow's: the plain path reads the file again and says
+        batches.put(None)  # what is wrong (or fails the same way, with its traceback)
 
 
 def _segments(path: Path, domain: tuple[str, ...], stop: threading.Event):
