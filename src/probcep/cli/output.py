@@ -1,10 +1,11 @@
 """Output of `probcep group` and `probcep approx`, written from columns.
 
-JSON lines are formatted column by column with Arrow's string kernels (no Python
-object per group): the bytes are those one dict and one `json.dumps` per line gives
-(keys in the same order, `", "` and `": "` separators, ASCII escapes, floats as
-`repr`), which tests/cli/test_output.py checks against `json.dumps` on random groups. A `.parquet`
-output gets the same columns as an Arrow table.
+JSON lines are formatted column by column with Arrow's string kernels and a compiled
+float formatter (`floats.py`), no Python object per group: the bytes are those one dict
+and one `json.dumps` per line gives (keys in the same order, `", "` and `": "`
+separators, ASCII escapes, floats as `repr`), which tests/cli/test_output.py checks
+against `json.dumps` on random groups. A `.parquet` output gets the same columns as an
+Arrow table.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.cli.floats import WIDTH, repr_texts
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
 from probcep.errors import writing
@@ -75,12 +77,16 @@ def _int_text(x: np.ndarray):
 
 
 def _float_text(x: np.ndarray):
-    """`repr` of each float, through Arrow's shortest round-trip formatting: the same
-    digits, but Arrow writes 1.0 as "1" and never uses an exponent, so integral values
-    and those outside [1e-4, 1e16), where `repr` switches to an exponent, are `repr`'d."""
-    text = pa.array(x, pa.float64()).cast(pa.string())
-    size = np.abs(x)
-    odd = (size < 1e-4) | (size >= 1e16) | (x == np.floor(x))
+    """`repr` of each finite float: compiled (`floats.py`) in [1e-4, 1e16) but for
+    integral values, `repr` itself for those (rare for probabilities), where it writes
+    an exponent or a trailing ".0"."""
+    x = np.ascontiguousarray(x, np.float64)
+    odd = ~((x >= 1e-4) & (x < 1e16)) | (x == np.floor(x))  # also negative values
+    out = np.empty(len(x) * WIDTH, np.uint8)
+    offsets = np.empty(len(x) + 1, np.int32)
+    size = repr_texts(x, odd, out, offsets)
+    text = pa.StringArray.from_buffers(len(x), pa.py_buffer(offsets),
+                                       pa.py_buffer(out[:size]))
     if odd.any():
         text = pc.replace_with_mask(text, pa.array(odd),
                                     pa.array([repr(v) for v in x[odd].tolist()], pa.string()))
