@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.cli.floats import WIDTH, repr_texts
+from probcep.cli.lines import VALUE_WIDTH, assemble
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
 from probcep.errors import writing
@@ -61,6 +62,9 @@ def group_lines(stream_id: str, cols: GroupColumns):
     if not (exact and floats_ok):  # NaN, infinity or mixed t_first: json.dumps decides
         yield "".join(_slow_line(stream_id, row) for row in _rows(cols)).encode("ascii")
         return
+    if not (_odd(cols.probability).any() or _odd(cols.max_match_probability).any()):
+        yield from _compiled_lines(head, cols, single)
+        return
     for lo in range(0, len(cols), LINES_PER_WRITE):
         part = slice(lo, lo + LINES_PER_WRITE)
         pieces = [head, _int_text(cols.t_start[part]), ', "t_first": ',
@@ -72,6 +76,31 @@ def group_lines(stream_id: str, cols: GroupColumns):
         yield _joined(pc.binary_join_element_wise(*pieces, ""))
 
 
+def _compiled_lines(head: str, cols: GroupColumns, single: bool):
+    """The lines by one compiled pass (`lines.py`), when every float is one `repr`
+    writes positionally."""
+    parts = [head, ', "t_first": ' + ("null, " if single else ""),
+             (", " if not single else "") + '"t_end": ', ', "probability": ',
+             ', "n_matches": ', ', "max_match_probability": ', "}\n"]
+    ends = np.cumsum([len(p) for p in parts])
+    fixed = np.frombuffer("".join(parts).encode("ascii"), np.uint8)
+    for lo in range(0, len(cols), LINES_PER_WRITE):
+        part = slice(lo, lo + LINES_PER_WRITE)
+        starts = cols.t_start[part]
+        out = np.empty(len(starts) * (int(ends[-1]) + VALUE_WIDTH), np.uint8)
+        size = assemble(out, fixed, ends, starts, cols.t_first[:0] if single
+                        else cols.t_first[part], cols.t_end[part],
+                        np.ascontiguousarray(cols.probability[part], np.float64),
+                        cols.n_matches[part],
+                        np.ascontiguousarray(cols.max_match_probability[part], np.float64))
+        yield memoryview(out[:size])
+
+
+def _odd(x: np.ndarray) -> np.ndarray:
+    """Floats `repr` writes with an exponent or as integers (and negative ones)."""
+    return ~((x >= 1e-4) & (x < 1e16)) | (x == np.floor(x))
+
+
 def _int_text(x: np.ndarray):
     return pa.array(x, pa.int64()).cast(pa.string())
 
@@ -81,7 +110,7 @@ def _float_text(x: np.ndarray):
     integral values, `repr` itself for those (rare for probabilities), where it writes
     an exponent or a trailing ".0"."""
     x = np.ascontiguousarray(x, np.float64)
-    odd = ~((x >= 1e-4) & (x < 1e16)) | (x == np.floor(x))  # also negative values
+    odd = _odd(x)
     out = np.empty(len(x) * WIDTH, np.uint8)
     offsets = np.empty(len(x) + 1, np.int32)
     size = repr_texts(x, odd, out, offsets)

@@ -1,0 +1,117 @@
+"""The JSON lines of `probcep group`, assembled in one compiled pass over the columns.
+
+Integers and floats are written as text straight into one byte buffer, next to each
+line's constant parts: no string array per column and no element-wise join (Arrow's
+casts and join cost more than the engine on the benchmark stream, docs/performance.md
+§1). Floats are `repr`'s digits by Schubfach (`floats.py`) and must lie in [1e-4, 1e16)
+and not be integral, where `repr` writes them positionally; `output.group_lines` sends
+any other column through Arrow and `repr`. The kernel releases the GIL, so it runs while
+the engine works on the next batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from probcep.cli.floats import PAIRS, POW10, _to_decimal
+
+INT64_MIN_TEXT = np.frombuffer(b"-9223372036854775808", np.uint8)
+#: Bytes a line takes at most beyond its constant parts: four int64 and two floats.
+VALUE_WIDTH = 4 * 20 + 2 * 24
+_U0, _U10, _U100 = np.uint64(0), np.uint64(10), np.uint64(100)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put(out, pos, src, lo, hi):
+    for k in range(hi - lo):
+        out[pos + k] = src[lo + k]
+    return pos + hi - lo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_digits(out, pos, s, n):
+    """The `n` decimal digits of `s` (uint64, zero-padded on the left) at `pos`."""
+    p = pos + n
+    for _ in range(n // 2):
+        r = np.int64(s % _U100) * 2
+        s //= _U100
+        out[p - 1] = PAIRS[r + 1]
+        out[p - 2] = PAIRS[r]
+        p -= 2
+    if n & 1:
+        out[pos] = np.uint8(48 + np.int64(s))
+    return pos + n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_int(out, pos, v):
+    """`str(v)` of an int64."""
+    if v < 0:
+        if v == -9223372036854775807 - 1:  # has no positive counterpart in int64
+            return _put(out, pos, INT64_MIN_TEXT, 0, len(INT64_MIN_TEXT))
+        out[pos] = 45  # "-"
+        pos += 1
+        v = -v
+    s = np.uint64(v)
+    n = 1
+    while n < 20 and s >= POW10[n]:
+        n += 1
+    return _put_digits(out, pos, s, n)
+
+
+@njit(cache=True, nogil=True)
+def _put_float(out, pos, bits):
+    """`repr` of the double with these bits, in [1e-4, 1e16) and not integral."""
+    s, k = _to_decimal(bits)
+    while s % _U10 == _U0:
+        s //= _U10
+        k += 1
+    n = 1
+    while n < 20 and s >= POW10[n]:
+        n += 1
+    e10 = n - 1 + k  # the exponent of the first digit
+    if e10 < 0:  # "0.000ddd"
+        out[pos] = 48
+        out[pos + 1] = 46
+        pos += 2
+        for _ in range(-e10 - 1):
+            out[pos] = 48
+            pos += 1
+        return _put_digits(out, pos, s, n)
+    fraction = n - 1 - e10  # >= 1: the value is not integral
+    scale = POW10[fraction]
+    whole = s // scale
+    pos = _put_digits(out, pos, whole, e10 + 1)
+    out[pos] = 46
+    return _put_digits(out, pos + 1, s - whole * scale, fraction)
+
+
+@njit(cache=True, nogil=True)
+def assemble(out, pieces, ends, t_start, t_first, t_end, probability, n_matches,
+             max_probability):
+    """Every line into `out` (VALUE_WIDTH bytes a line beyond `pieces` is enough);
+    returns the bytes written. `pieces` holds the constant parts end to end, `ends`
+    where each of the seven ends: the head up to "t_start", then up to "t_first", to
+    "t_end", "probability", "n_matches", "max_match_probability", and the close. An
+    empty `t_first` writes no number there (the second part then says null)."""
+    e0, e1, e2, e3, e4, e5, e6 = ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6]
+    p_bits, m_bits = probability.view(np.uint64), max_probability.view(np.uint64)
+    null = len(t_first) == 0
+    pos = 0
+    for i in range(len(t_start)):
+        pos = _put(out, pos, pieces, 0, e0)
+        pos = _put_int(out, pos, t_start[i])
+        pos = _put(out, pos, pieces, e0, e1)
+        if not null:
+            pos = _put_int(out, pos, t_first[i])
+        pos = _put(out, pos, pieces, e1, e2)
+        pos = _put_int(out, pos, t_end[i])
+        pos = _put(out, pos, pieces, e2, e3)
+        pos = _put_float(out, pos, p_bits[i])
+        pos = _put(out, pos, pieces, e3, e4)
+        pos = _put_int(out, pos, n_matches[i])
+        pos = _put(out, pos, pieces, e4, e5)
+        pos = _put_float(out, pos, m_bits[i])
+        pos = _put(out, pos, pieces, e5, e6)
+    return pos
