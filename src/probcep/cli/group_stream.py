@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from probcep.cli.lines import Arena
 from probcep.cli.output import group_lines, sorted_groups, write_text
 from probcep.cli.stream_files import KEY_COLUMNS, SUM_TOLERANCE, plain_parquet_domain
 from probcep.engine import Query, StreamMatcher
@@ -121,7 +122,7 @@ def _segments(path: Path, domain: tuple[str, ...], stop: threading.Event):
     import pyarrow.parquet as pq
 
     reader = pq.ParquetFile(path, read_dictionary=["stream_id"])
-    sid, next_t = None, None
+    sid, next_t, arena = None, None, Arena()
     for batch in reader.iter_batches(BATCH_ROWS, columns=[*KEY_COLUMNS, *domain],
                                      use_threads=False):
         if stop.is_set() or any(col.null_count for col in batch.columns):
@@ -130,7 +131,9 @@ def _segments(path: Path, domain: tuple[str, ...], stop: threading.Event):
         codes = ids.indices.to_numpy(zero_copy_only=False)
         times = batch.column(1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         cols = tuple(_floats(batch.column(2 + c)) for c in range(len(domain)))
-        rows = np.empty((len(times), len(domain)))
+        rows = arena.take(8 * len(times) * len(domain)).view(np.float64).reshape(
+            len(times), len(domain))
+        arena.keep(rows.nbytes)
         cuts = np.empty(len(times) + 1, np.int64)
         n_cuts = _layout(codes, times, cols, rows, cuts, SUM_TOLERANCE)
         if n_cuts < 0:
@@ -192,6 +195,7 @@ class _Formatter(threading.Thread):
     def __init__(self, groups: queue.Queue, valid: threading.Event, output: Path | None):
         super().__init__(daemon=True)
         self.groups, self.valid, self.output = groups, valid, output
+        self.arena = Arena()
         self.writing = False
         self.error: BaseException | None = None
 
@@ -225,7 +229,7 @@ class _Formatter(threading.Thread):
                 if in_order:
                     in_order, last = _follows(cols, last)
                     if in_order:
-                        pending.extend(group_lines(sid, cols))
+                        pending.extend(group_lines(sid, cols, self.arena))
                     elif mark < 0:
                         raise RuntimeError(f"stream {sid!r}: the engine emitted groups out "
                                            "of (t_start, t_first) order")

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.cli.floats import WIDTH, repr_texts
-from probcep.cli.lines import VALUE_WIDTH, assemble
+from probcep.cli.lines import VALUE_WIDTH, Arena, assemble
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
 from probcep.errors import writing
@@ -46,13 +46,15 @@ def write_groups(streams: list[tuple[str, GroupColumns]], output: Path | None) -
     if output is not None and output.suffix.lower() == ".parquet":
         _write_parquet(streams, output)
         return
-    chunks = (text for sid, cols in streams for text in group_lines(sid, cols))
+    arena = Arena()
+    chunks = (text for sid, cols in streams for text in group_lines(sid, cols, arena))
     write_text(chunks, output)
 
 
-def group_lines(stream_id: str, cols: GroupColumns):
-    """The JSON lines of one stream's groups, in chunks of ASCII bytes (views of Arrow's
-    buffers: a file takes them as they are, with no str made and encoded again)."""
+def group_lines(stream_id: str, cols: GroupColumns, arena: Arena | None = None):
+    """The JSON lines of one stream's groups, in chunks of ASCII bytes (views of NumPy's
+    or Arrow's buffers: a file takes them as they are, with no str made and encoded
+    again); the compiled pass writes into buffers from `arena`, if given."""
     head = f'{{"stream_id": {json.dumps(stream_id)}, "t_start": '
     first = cols.t_first
     single = bool((first == NONE).all())
@@ -63,7 +65,7 @@ def group_lines(stream_id: str, cols: GroupColumns):
         yield "".join(_slow_line(stream_id, row) for row in _rows(cols)).encode("ascii")
         return
     if not (_odd(cols.probability).any() or _odd(cols.max_match_probability).any()):
-        yield from _compiled_lines(head, cols, single)
+        yield from _compiled_lines(head, cols, single, arena)
         return
     for lo in range(0, len(cols), LINES_PER_WRITE):
         part = slice(lo, lo + LINES_PER_WRITE)
@@ -76,23 +78,26 @@ def group_lines(stream_id: str, cols: GroupColumns):
         yield _joined(pc.binary_join_element_wise(*pieces, ""))
 
 
-def _compiled_lines(head: str, cols: GroupColumns, single: bool):
+def _compiled_lines(head: str, cols: GroupColumns, single: bool,
+                    arena: Arena | None = None):
     """The lines by one compiled pass (`lines.py`), when every float is one `repr`
     writes positionally."""
     parts = [head, ', "t_first": ' + ("null, " if single else ""),
              (", " if not single else "") + '"t_end": ', ', "probability": ',
              ', "n_matches": ', ', "max_match_probability": ', "}\n"]
     ends = np.cumsum([len(p) for p in parts])
+    arena = arena or Arena()
     fixed = np.frombuffer("".join(parts).encode("ascii"), np.uint8)
     for lo in range(0, len(cols), LINES_PER_WRITE):
         part = slice(lo, lo + LINES_PER_WRITE)
         starts = cols.t_start[part]
-        out = np.empty(len(starts) * (int(ends[-1]) + VALUE_WIDTH), np.uint8)
+        out = arena.take(len(starts) * (int(ends[-1]) + VALUE_WIDTH))
         size = assemble(out, fixed, ends, starts, cols.t_first[:0] if single
                         else cols.t_first[part], cols.t_end[part],
                         np.ascontiguousarray(cols.probability[part], np.float64),
                         cols.n_matches[part],
                         np.ascontiguousarray(cols.max_match_probability[part], np.float64))
+        arena.keep(size)
         yield memoryview(out[:size])
 
 
