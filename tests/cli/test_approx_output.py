@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probcep.cli import main
-from probcep.cli.approx_output import match_lines, stream_matches
+from probcep.cli.approx_output import match_lines, stream_matches, symbol_codes
 from probcep.engine.approx.bundles import Bundle
 
 
@@ -53,8 +53,8 @@ texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_siz
 def test_lines_are_those_of_json_dumps(sid, tags, symbols, matches, bundles):
     found = [Found([tuple(s) for s in sigmas], e, p) for sigmas, e, p in matches]
     bundles = [Bundle(i, a, a + b, n, 1) for i, (a, b, n) in enumerate(bundles)]
-    codes, names = pd.factorize(pd.Series(symbols, dtype=object), sort=False)
-    s = stream_matches(sid, found, np.array(tags, np.int64), codes, list(names), bundles)
+    codes, names = symbol_codes(symbols)
+    s = stream_matches(sid, found, np.array(tags, np.int64), codes, names, bundles)
     text = "".join(c if isinstance(c, str) else str(c, "ascii") for c in match_lines(s))
     assert text == reference(sid, found, tags, symbols, bundles)
 

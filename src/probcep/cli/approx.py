@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from probcep.cli.approx_output import stream_matches, write_matches
+from probcep.cli.approx_output import stream_matches, symbol_codes, write_matches
 from probcep.cli.stream_files import outside_int64, read_table
 from probcep.engine.approx import (
     Budget,
@@ -122,9 +122,9 @@ def run(args: argparse.Namespace) -> int:
         if result.n_matches + n_lines > args.max_matches:
             raise InputError(f"{args.input}: more than {args.max_matches} matches; narrow the "
                              f"window or the errors, or raise --max-matches")
-        codes, names = pd.factorize(g["symbol"], sort=False)
-        s = stream_matches(sid, result.matches, g["tag"].to_numpy(np.int64), codes,
-                           [str(n) for n in names], result.bundles if args.bundles else [])
+        codes, names = symbol_codes(symbols)
+        s = stream_matches(sid, result.matches, g["tag"].to_numpy(np.int64), codes, names,
+                           result.bundles if args.bundles else [])
         found.append(s)
         n_lines += len(s) + len(s.bundles)
         if args.stats:

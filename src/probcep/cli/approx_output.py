@@ -44,6 +44,15 @@ class StreamMatches:
         return len(self.errors)
 
 
+def symbol_codes(symbols: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Each event's index into the distinct symbols, in order of first appearance (a
+    dict, not pandas' factorize, whose hashing takes "" and "\\x00" for one string)."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(s, len(index)) for s in symbols), np.int64,
+                        len(symbols))
+    return codes, list(index)
+
+
 def stream_matches(stream_id: str, matches, tags: np.ndarray, symbol_codes: np.ndarray,
                    symbol_names: list[str], bundles) -> StreamMatches:
     """Columns of the critical subsequences of `matches` (engine `MatchClass`es, in the
