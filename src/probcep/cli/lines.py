@@ -12,14 +12,54 @@ the engine works on the next batch.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from probcep.cli.floats import PAIRS, POW10, _to_decimal
 
 INT64_MIN_TEXT = np.frombuffer(b"-9223372036854775808", np.uint8)
 #: Bytes a line takes at most beyond its constant parts: four int64 and two floats.
 VALUE_WIDTH = 4 * 20 + 2 * 24
+#: Room past the last line: a constant part is stored a word at a time.
+SLACK = 8
 _U0, _U10, _U100 = np.uint64(0), np.uint64(10), np.uint64(100)
+
+
+@intrinsic
+def _store_word(typingctx, out, pos, word):
+    """Store the uint64 `word` at byte `pos` of the uint8 array `out`, aligned or not
+    (a loop of byte copies per constant part cost ten times as much)."""
+    sig = types.void(out, types.intp, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        array, at, value = args
+        data = context.make_array(signature.args[0])(context, builder, array).data
+        target = builder.bitcast(builder.gep(data, [at]), ir.IntType(64).as_pointer())
+        builder.store(value, target).align = 1
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def constant_words(parts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The constant parts of a line as rows of little-endian words, zero-padded (each is
+    stored a word at a time, the padding overwritten by what follows), and their
+    lengths."""
+    texts = [p.encode("ascii") for p in parts]
+    width = max(-(-len(t) // 8) for t in texts)
+    words = np.zeros((len(texts), width), np.uint64)
+    for j, t in enumerate(texts):
+        words[j] = np.frombuffer(t.ljust(8 * width, b"\0"), "<u8")
+    return words, np.array([len(t) for t in texts], np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_part(out, pos, words, j, length):
+    """Constant part `j` at `pos` (writing up to 7 bytes past it)."""
+    for k in range((length + 7) // 8):
+        _store_word(out, pos + 8 * k, words[j, k])
+    return pos + length
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -88,32 +128,31 @@ def _put_float(out, pos, bits):
 
 
 @njit(cache=True, nogil=True)
-def assemble(out, pieces, ends, t_start, t_first, t_end, probability, n_matches,
+def assemble(out, words, lengths, t_start, t_first, t_end, probability, n_matches,
              max_probability):
-    """Every line into `out` (VALUE_WIDTH bytes a line beyond `pieces` is enough);
-    returns the bytes written. `pieces` holds the constant parts end to end, `ends`
-    where each of the seven ends: the head up to "t_start", then up to "t_first", to
-    "t_end", "probability", "n_matches", "max_match_probability", and the close. An
+    """Every line into `out` (VALUE_WIDTH bytes a line beyond the constant parts, and
+    SLACK, are enough); returns the bytes written. `words`, `lengths` are the seven
+    constant parts (`constant_words`): the head up to "t_start", then up to "t_first",
+    to "t_end", "probability", "n_matches", "max_match_probability", and the close. An
     empty `t_first` writes no number there (the second part then says null)."""
-    e0, e1, e2, e3, e4, e5, e6 = ends[0], ends[1], ends[2], ends[3], ends[4], ends[5], ends[6]
     p_bits, m_bits = probability.view(np.uint64), max_probability.view(np.uint64)
     null = len(t_first) == 0
     pos = 0
     for i in range(len(t_start)):
-        pos = _put(out, pos, pieces, 0, e0)
+        pos = _put_part(out, pos, words, 0, lengths[0])
         pos = _put_int(out, pos, t_start[i])
-        pos = _put(out, pos, pieces, e0, e1)
+        pos = _put_part(out, pos, words, 1, lengths[1])
         if not null:
             pos = _put_int(out, pos, t_first[i])
-        pos = _put(out, pos, pieces, e1, e2)
+        pos = _put_part(out, pos, words, 2, lengths[2])
         pos = _put_int(out, pos, t_end[i])
-        pos = _put(out, pos, pieces, e2, e3)
+        pos = _put_part(out, pos, words, 3, lengths[3])
         pos = _put_float(out, pos, p_bits[i])
-        pos = _put(out, pos, pieces, e3, e4)
+        pos = _put_part(out, pos, words, 4, lengths[4])
         pos = _put_int(out, pos, n_matches[i])
-        pos = _put(out, pos, pieces, e4, e5)
+        pos = _put_part(out, pos, words, 5, lengths[5])
         pos = _put_float(out, pos, m_bits[i])
-        pos = _put(out, pos, pieces, e5, e6)
+        pos = _put_part(out, pos, words, 6, lengths[6])
     return pos
 
 

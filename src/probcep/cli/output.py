@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.cli.floats import WIDTH, repr_texts
-from probcep.cli.lines import VALUE_WIDTH, Arena, assemble
+from probcep.cli.lines import SLACK, VALUE_WIDTH, Arena, assemble, constant_words
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
 from probcep.errors import writing
@@ -85,19 +85,18 @@ def _compiled_lines(head: str, cols: GroupColumns, single: bool,
     parts = [head, ', "t_first": ' + ("null, " if single else ""),
              (", " if not single else "") + '"t_end": ', ', "probability": ',
              ', "n_matches": ', ', "max_match_probability": ', "}\n"]
-    ends = np.cumsum([len(p) for p in parts])
+    words, lengths = constant_words(parts)
     arena = arena or Arena()
-    fixed = np.frombuffer("".join(parts).encode("ascii"), np.uint8)
     for lo in range(0, len(cols), LINES_PER_WRITE):
         part = slice(lo, lo + LINES_PER_WRITE)
         starts = cols.t_start[part]
-        out = arena.take(len(starts) * (int(ends[-1]) + VALUE_WIDTH))
-        size = assemble(out, fixed, ends, starts, cols.t_first[:0] if single
+        out = arena.take(len(starts) * (int(lengths.sum()) + VALUE_WIDTH) + SLACK)
+        size = assemble(out, words, lengths, starts, cols.t_first[:0] if single
                         else cols.t_first[part], cols.t_end[part],
                         np.ascontiguousarray(cols.probability[part], np.float64),
                         cols.n_matches[part],
                         np.ascontiguousarray(cols.max_match_probability[part], np.float64))
-        arena.keep(size)
+        arena.keep(size + SLACK)  # the bytes stored past the end are its own
         yield memoryview(out[:size])
 
 
