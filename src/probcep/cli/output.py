@@ -1,11 +1,13 @@
 """Output of `probcep group` and `probcep approx`, written from columns.
 
-JSON lines are formatted column by column with Arrow's string kernels and a compiled
-float formatter (`floats.py`), no Python object per group: the bytes are those one dict
-and one `json.dumps` per line gives (keys in the same order, `", "` and `": "`
-separators, ASCII escapes, floats as `repr`), which tests/cli/test_output.py checks
-against `json.dumps` on random groups. A `.parquet` output gets the same columns as an
-Arrow table.
+JSON lines are formatted from the columns, no Python object per group: by one compiled
+pass (`lines.py`, floats by `floats.py`) when every float is one `repr` writes
+positionally, else column by column with Arrow's string kernels. The bytes are those one
+dict and one `json.dumps` per line gives (keys in the same order, `", "` and `": "`
+separators, ASCII escapes, floats as `repr`), which tests/cli/test_output.py and
+test_lines.py check against `json.dumps` on random groups. A `.parquet` output gets the
+same columns as an Arrow table. `probcep approx`'s column writer is `approx_output.py`;
+`MatchLines` here is the per-line formatter it replaced, kept as the tests' reference.
 """
 
 from __future__ import annotations
