@@ -146,3 +146,12 @@ def test_narrow_times_integer_symbols_and_unicode_ids(tmp_path, monkeypatch):
     opts = ["--pattern", "a b+ c", "--policy", "complete", "--threshold", "0", "--window", "9"]
     plain, streamed, taken = run_both(tmp_path, monkeypatch, data, opts)
     assert taken and plain and streamed == plain
+
+
+def test_full_disk_is_one_error_line(tmp_path, capsys):
+    data = tmp_path / "in.parquet"
+    write(streams(), data)
+    assert main(["group", str(data), "--pattern", "a b+ c", "--policy", "single",
+                 "--window", "4", "-o", "/dev/full"]) == 2
+    err = capsys.readouterr().err
+    assert err == "probcep group: error: no space left on device writing /dev/full\n"
