@@ -10,8 +10,10 @@ This is a fast path, not a second implementation of the checks: the lines are he
 memory until the whole file is read, and anything it does not expect (rows out of
 (stream_id, t) order, a gap or a repeated t, a probability outside [0, 1], a row that
 does not sum to 1, a null, an error raised by the engine) abandons it. `run_streamed`
-then returns None and the caller takes the plain path, which reads the file again and
-reports what is wrong exactly as before; nothing has been written.
+then returns False and the caller takes the plain path, which reads the file again and
+reports what is wrong exactly as before; nothing has been written. (Once the file is
+found valid the lines are being written; an engine error after that, which no valid
+file without saved state is known to cause, is raised as the plain path words it.)
 """
 
 from __future__ import annotations
