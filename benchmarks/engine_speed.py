@@ -112,6 +112,8 @@ def main() -> None:
     parser.add_argument("--windows", nargs="+", type=int, default=[5, 10, 15, 20, 25, 50])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=2015)
+    parser.add_argument("--sections", nargs="+", type=int, default=[1, 2, 3],
+                        choices=(1, 2, 3), help="which of the three tables to print")
     args = parser.parse_args()
     import probcep
 
@@ -126,64 +128,81 @@ def main() -> None:
         data = tmp / "stream.parquet"
         write_stream(probs, data)
 
-        print(f"\n## 1. θ = 0.01, w = 50, {len(probs):,} timesteps: engine and `probcep group`")
-        print("timesteps/s, wall (CPU); the ratio is group / engine, wall (CPU)\n")
-        print("| policy | side | engine | group | group / engine | same bytes |")
-        print("| --- | --- | --- | --- | --- | --- |")
         summary = []
-        for policy in ("single", "complete"):
-            rates = {}
-            for name, pkg in sides.items():
-                e = engine_rate(pkg, policy, 0.01, 50, probs, args.repeat)
-                g = group_rate(pkg, policy, 0.01, 50, data, tmp / f"{name}.jsonl",
-                               len(probs), args.repeat)
-                rates[name] = (e, g)
-            same = (tmp / "new.jsonl").read_bytes() == (tmp / "baseline.jsonl").read_bytes()
-            for name, (e, g) in rates.items():
-                print(f"| {policy} | {name} | {fmt(e)} | {fmt(g)} | {g[0] / e[0]:.2f} "
-                      f"({g[1] / e[1]:.2f}) | {same} |", flush=True)
-            (e1, g1), (e0, g0) = rates["new"], rates["baseline"]
-            summary.append((f"group / engine, {policy} (>= 0.8)", g1[0] / e1[0], g1[1] / e1[1],
-                            0.8, True))
-            print(f"| {policy} | new / baseline | {e1[0] / e0[0]:.2f} | {g1[0] / g0[0]:.2f} "
-                  "| | |", flush=True)
-
-        print(f"\n## 2. Complete overlap, θ = 0 against θ = 0.01, {len(probs0):,} timesteps")
-        print("timesteps/s, wall (CPU)\n")
-        print("| w | θ=0 new | θ=0 baseline | new / baseline | θ=0.01 new | "
-              "θ=0.01 / θ=0, wall (CPU); target <= 3 |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for w in (5, 10, 25, 50):
-            new0 = engine_rate(probcep, "complete", 0.0, w, probs0, args.repeat)
-            base0 = engine_rate(base, "complete", 0.0, w, probs0, 1)
-            new1 = engine_rate(probcep, "complete", 0.01, w, probs, args.repeat)
-            summary.append((f"theta=0.01 / theta=0, complete, w = {w} (<= 3)", new1[0] / new0[0],
-                            new1[1] / new0[1], 3.0, False))
-            if w == 50:
-                summary.append(("theta=0 complete w = 50, timesteps/s (>= 1M)", new0[0],
-                                new0[1], 1e6, True))
-            print(f"| {w} | {fmt(new0)} | {fmt(base0)} | {new0[0] / base0[0]:.1f} | "
-                  f"{fmt(new1)} | {new1[0] / new0[0]:.2f} ({new1[1] / new0[1]:.2f}) |",
-                  flush=True)
-
-        print(f"\n## 3. Engine at θ = 0.01, {len(probs):,} timesteps, one core (target 5M)")
-        print("timesteps/s, wall (CPU)\n")
-        print("| policy | w | new | baseline | new / baseline |")
-        print("| --- | --- | --- | --- | --- |")
-        for policy in ("single", "complete"):
-            for w in args.windows:
-                new = engine_rate(probcep, policy, 0.01, w, probs, args.repeat)
-                old = engine_rate(base, policy, 0.01, w, probs, args.repeat)
-                summary.append((f"engine {policy} w = {w}, timesteps/s (>= 5M)", new[0],
-                                new[1], 5e6, True))
-                print(f"| {policy} | {w} | {fmt(new)} | {fmt(old)} | {new[0] / old[0]:.2f} |",
-                      flush=True)
+        if 1 in args.sections:
+            group_table(args, sides, probs, data, tmp, summary)
+        if 2 in args.sections:
+            theta0_table(args, base, probs, probs0, summary)
+        if 3 in args.sections:
+            engine_table(args, base, probs, summary)
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
     print("\n## Targets, wall (CPU)\n")
     for what, wall, cpu, bound, at_least in summary:
         met = [(x >= bound) if at_least else (x <= bound) for x in (wall, cpu)]
         print(f"- {what}: {wall:,.2f} ({cpu:,.2f}): "
               f"{'met' if met[0] else 'NOT met'} by wall, {'met' if met[1] else 'NOT met'} by CPU")
+
+
+def group_table(args, sides, probs, data, tmp, summary) -> None:
+    print(f"\n## 1. θ = 0.01, w = 50, {len(probs):,} timesteps: engine and `probcep group`")
+    print("timesteps/s, wall (CPU); the ratio is group / engine, wall (CPU)\n")
+    print("| policy | side | engine | group | group / engine | same bytes |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for policy in ("single", "complete"):
+        rates = {}
+        for name, pkg in sides.items():
+            e = engine_rate(pkg, policy, 0.01, 50, probs, args.repeat)
+            g = group_rate(pkg, policy, 0.01, 50, data, tmp / f"{name}.jsonl",
+                           len(probs), args.repeat)
+            rates[name] = (e, g)
+        same = (tmp / "new.jsonl").read_bytes() == (tmp / "baseline.jsonl").read_bytes()
+        for name, (e, g) in rates.items():
+            print(f"| {policy} | {name} | {fmt(e)} | {fmt(g)} | {g[0] / e[0]:.2f} "
+                  f"({g[1] / e[1]:.2f}) | {same} |", flush=True)
+        (e1, g1), (e0, g0) = rates["new"], rates["baseline"]
+        summary.append((f"group / engine, {policy} (>= 0.8)", g1[0] / e1[0], g1[1] / e1[1],
+                        0.8, True))
+        print(f"| {policy} | new / baseline | {e1[0] / e0[0]:.2f} | {g1[0] / g0[0]:.2f} "
+              "| | |", flush=True)
+
+
+def theta0_table(args, base, probs, probs0, summary) -> None:
+    import probcep
+
+    print(f"\n## 2. Complete overlap, θ = 0 against θ = 0.01, {len(probs0):,} timesteps")
+    print("timesteps/s, wall (CPU)\n")
+    print("| w | θ=0 new | θ=0 baseline | new / baseline | θ=0.01 new | "
+          "θ=0.01 / θ=0, wall (CPU); target <= 3 |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for w in (5, 10, 25, 50):
+        new0 = engine_rate(probcep, "complete", 0.0, w, probs0, args.repeat)
+        base0 = engine_rate(base, "complete", 0.0, w, probs0, 1)
+        new1 = engine_rate(probcep, "complete", 0.01, w, probs, args.repeat)
+        summary.append((f"theta=0.01 / theta=0, complete, w = {w} (<= 3)", new1[0] / new0[0],
+                        new1[1] / new0[1], 3.0, False))
+        if w == 50:
+            summary.append(("theta=0 complete w = 50, timesteps/s (>= 1M)", new0[0],
+                            new0[1], 1e6, True))
+        print(f"| {w} | {fmt(new0)} | {fmt(base0)} | {new0[0] / base0[0]:.1f} | "
+              f"{fmt(new1)} | {new1[0] / new0[0]:.2f} ({new1[1] / new0[1]:.2f}) |",
+              flush=True)
+
+
+def engine_table(args, base, probs, summary) -> None:
+    import probcep
+
+    print(f"\n## 3. Engine at θ = 0.01, {len(probs):,} timesteps, one core (target 5M)")
+    print("timesteps/s, wall (CPU)\n")
+    print("| policy | w | new | baseline | new / baseline |")
+    print("| --- | --- | --- | --- | --- |")
+    for policy in ("single", "complete"):
+        for w in args.windows:
+            new = engine_rate(probcep, policy, 0.01, w, probs, args.repeat)
+            old = engine_rate(base, policy, 0.01, w, probs, args.repeat)
+            summary.append((f"engine {policy} w = {w}, timesteps/s (>= 5M)", new[0],
+                            new[1], 5e6, True))
+            print(f"| {policy} | {w} | {fmt(new)} | {fmt(old)} | {new[0] / old[0]:.2f} |",
+                  flush=True)
 
 
 if __name__ == "__main__":

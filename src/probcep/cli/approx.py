@@ -7,9 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from probcep.cli.output import MatchLines, match_head, write_text
+from probcep.cli.approx_output import stream_matches, symbol_codes, write_matches
 from probcep.cli.stream_files import outside_int64, read_table
 from probcep.engine.approx import (
     Budget,
@@ -57,7 +58,8 @@ def register(sub) -> None:
                    help=f"refuse to print more than N matches (default {DEFAULT_MAX_MATCHES})")
     p.add_argument("--stats", action="store_true",
                    help="print work units, candidates and seconds per stream on stderr")
-    p.add_argument("-o", "--output", type=Path, help="write JSON lines here, not to stdout")
+    p.add_argument("-o", "--output", type=Path,
+                   help="write JSON lines here, not to stdout (Parquet if it ends in .parquet)")
     p.set_defaults(handler=run)
 
 
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                            stream_id=sid)
             history.refresh_maps()
         policy = make_policy(args.policy, history=history, seed=args.seed)
-    chunks, n_lines, formatter = [], 0, MatchLines()
+    found, n_lines = [], 0
     for sid, g in streams.items():
         budget = Budget(args.budget, args.burst) if args.budget is not None else None
         symbols, tags = list(g["symbol"]), [int(t) for t in g["tag"]]
@@ -120,18 +122,15 @@ def run(args: argparse.Namespace) -> int:
         if result.n_matches + n_lines > args.max_matches:
             raise InputError(f"{args.input}: more than {args.max_matches} matches; narrow the "
                              f"window or the errors, or raise --max-matches")
-        head = match_head(sid)
-        lines = [formatter.line(head, sigma, tags, symbols, m.errors, m.match_point)
-                 for m in result.matches for sigma in m.subsequences()]
-        if args.bundles:
-            lines += [json.dumps({"type": "bundle", "stream_id": sid, **b.as_dict()}) + "\n"
-                      for b in result.bundles]
-        chunks.append("".join(lines))
-        n_lines += len(lines)
+        codes, names = symbol_codes(symbols)
+        s = stream_matches(sid, result.matches, g["tag"].to_numpy(np.int64), codes, names,
+                           result.bundles if args.bundles else [])
+        found.append(s)
+        n_lines += len(s) + len(s.bundles)
         if args.stats:
             s = result.stats
             print(json.dumps({"stream_id": sid, "events": s.events, "candidates": s.candidates,
                               "work": s.work, "shed": s.shed, "matches": s.matches,
                               "seconds": round(s.seconds, 6)}), file=sys.stderr)
-    write_text(chunks, args.output)
+    write_matches(found, args.output)
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probcep.cli.group_stream import run_streamed
 from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
@@ -43,9 +44,17 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    def build_query(domain) -> Query:
+        return Query.build(args.pattern, domain, policy=args.policy,
+                           threshold=args.threshold, window=args.window, method=args.method)
+
+    if (args.input.suffix.lower() == ".parquet" and args.resume_from is None
+            and args.save_state is None and args.method == "transducer"
+            and not (args.output and args.output.suffix.lower() == ".parquet")
+            and run_streamed(args.input, build_query, args.output)):
+        return 0
     domain, blocks = read_blocks(args.input)
-    query = Query.build(args.pattern, domain, policy=args.policy, threshold=args.threshold,
-                        window=args.window, method=args.method)
+    query = build_query(domain)
     transducer = Transducer(query.dfa, query.window)
     matchers = load_state(args.resume_from, query, transducer) if args.resume_from else {}
     parts: dict[str, list] = {}

@@ -1,10 +1,13 @@
 """Output of `probcep group` and `probcep approx`, written from columns.
 
-JSON lines are formatted column by column with Arrow's string kernels (no Python
-object per group): the bytes are those one dict and one `json.dumps` per line gives
-(keys in the same order, `", "` and `": "` separators, ASCII escapes, floats as
-`repr`), which tests/cli/test_output.py checks against `json.dumps` on random groups. A `.parquet`
-output gets the same columns as an Arrow table.
+JSON lines are formatted from the columns, no Python object per group: by one compiled
+pass (`lines.py`, floats by `floats.py`) when every float is one `repr` writes
+positionally, else column by column with Arrow's string kernels. The bytes are those one
+dict and one `json.dumps` per line gives (keys in the same order, `", "` and `": "`
+separators, ASCII escapes, floats as `repr`), which tests/cli/test_output.py and
+test_lines.py check against `json.dumps` on random groups. A `.parquet` output gets the
+same columns as an Arrow table. `probcep approx`'s column writer is `approx_output.py`;
+`MatchLines` here is the per-line formatter it replaced, kept as the tests' reference.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.cli.floats import WIDTH, repr_texts
+from probcep.cli.lines import SLACK, VALUE_WIDTH, Arena, assemble, constant_words
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
 from probcep.errors import writing
@@ -43,13 +48,15 @@ def write_groups(streams: list[tuple[str, GroupColumns]], output: Path | None) -
     if output is not None and output.suffix.lower() == ".parquet":
         _write_parquet(streams, output)
         return
-    chunks = (text for sid, cols in streams for text in group_lines(sid, cols))
+    arena = Arena()
+    chunks = (text for sid, cols in streams for text in group_lines(sid, cols, arena))
     write_text(chunks, output)
 
 
-def group_lines(stream_id: str, cols: GroupColumns):
-    """The JSON lines of one stream's groups, in chunks of ASCII bytes (views of Arrow's
-    buffers: a file takes them as they are, with no str made and encoded again)."""
+def group_lines(stream_id: str, cols: GroupColumns, arena: Arena | None = None):
+    """The JSON lines of one stream's groups, in chunks of ASCII bytes (views of NumPy's
+    or Arrow's buffers: a file takes them as they are, with no str made and encoded
+    again); the compiled pass writes into buffers from `arena`, if given."""
     head = f'{{"stream_id": {json.dumps(stream_id)}, "t_start": '
     first = cols.t_first
     single = bool((first == NONE).all())
@@ -58,6 +65,9 @@ def group_lines(stream_id: str, cols: GroupColumns):
                      and np.isfinite(cols.max_match_probability).all())
     if not (exact and floats_ok):  # NaN, infinity or mixed t_first: json.dumps decides
         yield "".join(_slow_line(stream_id, row) for row in _rows(cols)).encode("ascii")
+        return
+    if not (_odd(cols.probability).any() or _odd(cols.max_match_probability).any()):
+        yield from _compiled_lines(head, cols, single, arena)
         return
     for lo in range(0, len(cols), LINES_PER_WRITE):
         part = slice(lo, lo + LINES_PER_WRITE)
@@ -70,17 +80,48 @@ def group_lines(stream_id: str, cols: GroupColumns):
         yield _joined(pc.binary_join_element_wise(*pieces, ""))
 
 
+def _compiled_lines(head: str, cols: GroupColumns, single: bool,
+                    arena: Arena | None = None):
+    """The lines by one compiled pass (`lines.py`), when every float is one `repr`
+    writes positionally."""
+    parts = [head, ', "t_first": ' + ("null, " if single else ""),
+             (", " if not single else "") + '"t_end": ', ', "probability": ',
+             ', "n_matches": ', ', "max_match_probability": ', "}\n"]
+    words, lengths = constant_words(parts)
+    arena = arena or Arena()
+    for lo in range(0, len(cols), LINES_PER_WRITE):
+        part = slice(lo, lo + LINES_PER_WRITE)
+        starts = cols.t_start[part]
+        out = arena.take(len(starts) * (int(lengths.sum()) + VALUE_WIDTH) + SLACK)
+        size = assemble(out, words, lengths, starts, cols.t_first[:0] if single
+                        else cols.t_first[part], cols.t_end[part],
+                        np.ascontiguousarray(cols.probability[part], np.float64),
+                        cols.n_matches[part],
+                        np.ascontiguousarray(cols.max_match_probability[part], np.float64))
+        arena.keep(size + SLACK)  # the bytes stored past the end are its own
+        yield memoryview(out[:size])
+
+
+def _odd(x: np.ndarray) -> np.ndarray:
+    """Floats `repr` writes with an exponent or as integers (and negative ones)."""
+    return ~((x >= 1e-4) & (x < 1e16)) | (x == np.floor(x))
+
+
 def _int_text(x: np.ndarray):
     return pa.array(x, pa.int64()).cast(pa.string())
 
 
 def _float_text(x: np.ndarray):
-    """`repr` of each float, through Arrow's shortest round-trip formatting: the same
-    digits, but Arrow writes 1.0 as "1" and never uses an exponent, so integral values
-    and those outside [1e-4, 1e16), where `repr` switches to an exponent, are `repr`'d."""
-    text = pa.array(x, pa.float64()).cast(pa.string())
-    size = np.abs(x)
-    odd = (size < 1e-4) | (size >= 1e16) | (x == np.floor(x))
+    """`repr` of each finite float: compiled (`floats.py`) in [1e-4, 1e16) but for
+    integral values, `repr` itself for those (rare for probabilities), where it writes
+    an exponent or a trailing ".0"."""
+    x = np.ascontiguousarray(x, np.float64)
+    odd = _odd(x)
+    out = np.empty(len(x) * WIDTH, np.uint8)
+    offsets = np.empty(len(x) + 1, np.int32)
+    size = repr_texts(x, odd, out, offsets)
+    text = pa.StringArray.from_buffers(len(x), pa.py_buffer(offsets),
+                                       pa.py_buffer(out[:size]))
     if odd.any():
         text = pc.replace_with_mask(text, pa.array(odd),
                                     pa.array([repr(v) for v in x[odd].tolist()], pa.string()))

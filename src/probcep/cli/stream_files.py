@@ -195,26 +195,38 @@ def read_blocks(path: str | Path):
     return blocks_from_frame(read_table(path), source=str(path))
 
 
-def _parquet_blocks(path: Path):
-    """A Parquet file of the plain kind (string ids, integer times, numeric symbols, no
-    nulls) read straight from Arrow into the engine's arrays, without pandas; None for
-    any other file, which `blocks_from_frame` then reads and reports on."""
+def plain_parquet_domain(path: Path) -> tuple[str, ...] | None:
+    """The domain of a Parquet file of the plain kind (string ids, integer times, numeric
+    symbols, no stored pandas index), read from its schema; None for any other file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         schema = pq.read_schema(path)
-        index = (schema.pandas_metadata or {}).get("index_columns", [])
-        if any(isinstance(i, str) for i in index) or not all(
-                name in schema.names for name in KEY_COLUMNS):
-            return None  # a stored pandas index (pandas makes it no column) or no keys
-        string = pa.types.is_string(schema.field("stream_id").type)
-        domain = tuple(name for name in schema.names if name not in KEY_COLUMNS)
-        plain = (string and pa.types.is_signed_integer(schema.field("t").type) and domain
-                 and all(pa.types.is_floating(schema.field(n).type)
-                         or pa.types.is_integer(schema.field(n).type) for n in domain))
-        if not plain:
-            return None
+    except (ValueError, OSError):
+        return None  # read_table says what is wrong
+    index = (schema.pandas_metadata or {}).get("index_columns", [])
+    if any(isinstance(i, str) for i in index) or not all(
+            name in schema.names for name in KEY_COLUMNS):
+        return None  # a stored pandas index (pandas makes it no column) or no keys
+    string = pa.types.is_string(schema.field("stream_id").type)
+    domain = tuple(name for name in schema.names if name not in KEY_COLUMNS)
+    plain = (string and pa.types.is_signed_integer(schema.field("t").type) and domain
+             and all(pa.types.is_floating(schema.field(n).type)
+                     or pa.types.is_integer(schema.field(n).type) for n in domain))
+    return domain if plain else None
+
+
+def _parquet_blocks(path: Path):
+    """A Parquet file of the plain kind, without nulls, read straight from Arrow into the
+    engine's arrays, without pandas; None for any other file, which `blocks_from_frame`
+    then reads and reports on."""
+    import pyarrow.parquet as pq
+
+    domain = plain_parquet_domain(path)
+    if domain is None:
+        return None
+    try:
         table = pq.read_table(path, read_dictionary=["stream_id"]).unify_dictionaries()
     except (ValueError, OSError):
         return None  # read_table says what is wrong
