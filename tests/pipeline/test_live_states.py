@@ -94,3 +94,31 @@ def test_files_of_a_batch_that_never_committed_change_nothing_and_its_retry_comm
     assert not batch(states, 1, {s: 1 for s in ids}, complete=2)  # written already
     assert saved(tmp_path) == {s: 2 for s in ids}
     assert states.complete == 2
+
+
+def test_a_vacuum_every_so_many_batches_deletes_the_replaced_files_and_keeps_the_cache(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr("probcep.pipeline.live_states.VACUUM_EVERY", 3)
+    ids = [f"s{i}" for i in range(12)]
+    states = LiveStates(tmp_path, [PATTERN], streams=len(ids), policy="lru")
+
+    def on_disk() -> set[str]:
+        return {str(p.relative_to(tmp_path / "state" / "live"))
+                for p in (tmp_path / "state" / "live").glob("bucket=*/*.parquet")}
+
+    def in_table() -> set[str]:
+        return {u.split("/state/live/")[1] for u in LIVE_STATE.files(tmp_path)}
+
+    for batch_id in range(3):  # batch 2 ends with a vacuum
+        assert batch(states, batch_id, {s: 1 for s in ids}, complete=batch_id + 1)
+        assert (on_disk() == in_table()) == (batch_id != 1)  # 0: nothing replaced yet
+    assert not batch(states, 3, {s: 1 for s in ids}, complete=4, commit=False)  # a crash
+    assert on_disk() > in_table()
+    misses = states.cache.misses
+    for batch_id in (3, 4, 5):  # batch 5 ends with a vacuum
+        assert batch(states, batch_id, {s: 1 for s in ids}, complete=batch_id + 1)
+    assert on_disk() == in_table()  # the crashed batch's files too
+    assert batch(states, 6, {s: 1 for s in ids}, complete=7)
+    assert saved(tmp_path) == {s: 7 for s in ids}
+    # read back once after the crash; the vacuums did not make the cache look stale
+    assert states.cache.misses - misses == len(ids)

@@ -53,6 +53,8 @@ _SEP = "\x1f"
 #: table's snapshot and a file read when a batch looks for open streams, so not too
 #: many either. Fixed: changing it means rewriting the table.
 BUCKETS = 256
+#: Batches between two vacuums of `state/live` (`LiveStates.committed`).
+VACUUM_EVERY = 30
 #: The bucket of the complete mark (no stream's).
 MARK = -1
 #: Rows per row group of a bucket file: what a copy of untouched rows holds at once.
@@ -221,10 +223,20 @@ class LiveStates:
         return adds, [("bucket", "in", replaced)]
 
     def committed(self, complete: int | None) -> None:
-        """The batch's `state/live` is written: the cache agrees with the new version."""
+        """The batch's `state/live` is written: the cache agrees with the new version.
+        Every VACUUM_EVERY batches the files no longer in it are deleted: each batch
+        replaces up to BUCKETS files, and only this process reads the table, always at
+        its newest version, between batches (no file of a batch in progress exists)."""
         self.version = self._table_version()
         self.complete = complete
         self._begin_clean()
+        if self.version is not None and (self.batch_id + 1) % VACUUM_EVERY == 0:
+            from deltalake import DeltaTable
+
+            table = DeltaTable(str(self.path))
+            table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False,
+                         full=True)  # full: files of batches that never committed too
+            self.version = self._table_version()  # vacuum may commit (its start, end)
 
     def abandon(self) -> None:
         """The batch failed: the next one starts from the table alone (its files not
