@@ -32,10 +32,10 @@ def batch(states: LiveStates, batch_id: int, fed: dict[str, int], complete: int,
                 t = matcher.next_t or 0
                 matcher.feed_columns(t, np.tile([[1.0, 0.0]], (fed[sid], 1)))
                 states.keep(key, matcher, quiet=False)
-    if not commit:
+    files, replaced = states.written(complete)
+    if not commit:  # its files are written
         states.abandon()
         return False
-    files, replaced = states.written(complete)
     done = commit_once(LIVE_STATE, states.lake, files, {"batch_id": batch_id}, APP, batch_id,
                        mode="overwrite", partition_by=["bucket"], partition_filters=replaced)
     states.committed(complete)

@@ -158,16 +158,20 @@ class LiveStates:
 
     def chunks(self, ids: list[str]):
         """(offset, chunk) of the streams `ids` (in bucket order), a cache's capacity at
-        a time, their states not cached read first; after each chunk, the buckets whose
-        streams are all done are written (`_write_bucket`), the rest after the last."""
+        a time, their states not cached read first; after each chunk but the last, the
+        buckets whose streams are all done are written (`_write_bucket`). The last
+        chunk's, at most a cache's worth, are written by `written`, after the batch's
+        alerts and status: when the cache holds every stream the batch needs, writing
+        state is off the path from a reading to its alert."""
         step = self.capacity_streams
         for c in range(0, len(ids), step):
             chunk = ids[c:c + step]
             self._prefetch(chunk)
             yield c, chunk
-            following = bucket(ids[c + step]) if c + step < len(ids) else None
-            for b in sorted(b for b in self.touched if following is None or b < following):
-                self._write_bucket(b)
+            if c + step < len(ids):
+                following = bucket(ids[c + step])
+                for b in sorted(b for b in self.touched if b < following):
+                    self._write_bucket(b)
 
     def _prefetch(self, ids: list[str]) -> None:
         """Read the saved states of these streams that are not cached from their
@@ -208,7 +212,7 @@ class LiveStates:
     def written(self, complete: int | None) -> tuple[list, list]:
         """Write the complete mark's file; the batch's commit of `state/live`: (add
         actions of its new files, the partition filter of the buckets they replace)."""
-        for b in sorted(self.touched):  # none left by `chunks`; for callers without it
+        for b in sorted(self.touched):  # the last chunk's (`chunks`)
             self._write_bucket(b)
         mark = pa.table({"pattern": [""], "pattern_version": [""], "stream_id": [PROCESSED],
                          "next_t": pa.array([complete], pa.int64()),
