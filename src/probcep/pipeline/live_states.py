@@ -147,6 +147,8 @@ class LiveStates:
         """The streams a piece must advance, in bucket order: those with readings, those
         with something open, and, when the piece ends a day, every stream with a state
         (read from the buckets' files: the stream ids only)."""
+        for b in sorted(self.touched):  # an earlier piece's last chunk: its buckets'
+            self._write_bucket(b)  # files must say what that piece left open or dropped
         ids = set(with_rows)
         files = [f for b, fs in self.files.items() if b != MARK for f in fs]
         if files:
