@@ -14,8 +14,9 @@ table (a *miss*), in bulk for a chunk of at most a cache's worth of streams.
 
 `state/live` is partitioned by `bucket`, crc32(stream id) mod BUCKETS (the complete
 mark in bucket MARK). A micro-batch takes the streams it needs in bucket order, in
-chunks of at most the cache's capacity, and as soon as a bucket's streams are done
-writes the bucket anew as a Parquet file inside the table: its rows the batch did not
+chunks of at most the cache's capacity, and once a bucket's streams are done writes
+the bucket anew (the last chunk's after the batch's alerts) as a Parquet file inside
+the table: its rows the batch did not
 touch, copied a row group at a time from the bucket's current file, and the states it
 changed. The batch's new files and the removal of the files they replace are one Delta
 commit, last of its writes, carrying the batch's application transaction: the table
