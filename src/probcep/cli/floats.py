@@ -101,6 +101,48 @@ def _to_decimal(bits):
     return s + (_U1 if up else _U0), k
 
 
+@njit(cache=True, nogil=True, inline="always")
+def put_digits(out, pos, s, n):
+    """The `n` decimal digits of `s` (uint64, zero-padded on the left) at `pos`."""
+    p = pos + n
+    for _ in range(n // 2):
+        r = np.int64(s % _U100) * 2
+        s //= _U100
+        out[p - 1] = PAIRS[r + 1]
+        out[p - 2] = PAIRS[r]
+        p -= 2
+    if n & 1:
+        out[pos] = np.uint8(48 + np.int64(s))
+    return pos + n
+
+
+@njit(cache=True, nogil=True)
+def put_float(out, pos, bits):
+    """`repr` of the double with these bits, in [1e-4, 1e16) and not integral."""
+    s, k = _to_decimal(bits)
+    while s % _U10 == _U0:
+        s //= _U10
+        k += 1
+    n = 1
+    while n < 20 and s >= POW10[n]:
+        n += 1
+    e10 = n - 1 + k  # the exponent of the first digit
+    if e10 < 0:  # "0.000ddd"
+        out[pos] = 48
+        out[pos + 1] = 46
+        pos += 2
+        for _ in range(-e10 - 1):
+            out[pos] = 48
+            pos += 1
+        return put_digits(out, pos, s, n)
+    fraction = n - 1 - e10  # >= 1: the value is not integral
+    scale = POW10[fraction]
+    whole = s // scale
+    pos = put_digits(out, pos, whole, e10 + 1)
+    out[pos] = 46
+    return put_digits(out, pos + 1, s - whole * scale, fraction)
+
+
 @njit(cache=True, nogil=True)
 def repr_texts(x, skip, out, offsets):
     """`repr` of each x[i] into `out` (WIDTH bytes per value is enough), value i at
@@ -110,42 +152,7 @@ def repr_texts(x, skip, out, offsets):
     pos = 0
     offsets[0] = 0
     for i in range(len(x)):
-        if skip[i]:
-            offsets[i + 1] = pos
-            continue
-        s, k = _to_decimal(bits[i])
-        while s % _U10 == _U0:
-            s //= _U10
-            k += 1
-        n = 1
-        while n < 20 and s >= POW10[n]:
-            n += 1
-        e10 = n - 1 + k  # the exponent of the first digit
-        if e10 < 0:  # "0.000ddd"
-            out[pos] = 48
-            out[pos + 1] = 46
-            pos += 2
-            for _ in range(-e10 - 1):
-                out[pos] = 48
-                pos += 1
-            end, dot = pos + n, -1
-        else:  # "ddd.ddd"
-            end, dot = pos + n + 1, pos + e10 + 1
-        p = end
-        while p > pos:
-            if p - 1 == dot:
-                out[p - 1] = 46
-                p -= 1
-            elif s >= _U100 and p - 2 > dot:
-                r = np.int64(s % _U100) * 2
-                s //= _U100
-                out[p - 1] = PAIRS[r + 1]
-                out[p - 2] = PAIRS[r]
-                p -= 2
-            else:
-                out[p - 1] = np.uint8(48 + np.int64(s % _U10))
-                s //= _U10
-                p -= 1
-        pos = end
+        if not skip[i]:
+            pos = put_float(out, pos, bits[i])
         offsets[i + 1] = pos
     return pos

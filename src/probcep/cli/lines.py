@@ -16,14 +16,13 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from probcep.cli.floats import PAIRS, POW10, _to_decimal
+from probcep.cli.floats import POW10, put_digits, put_float
 
 INT64_MIN_TEXT = np.frombuffer(b"-9223372036854775808", np.uint8)
 #: Bytes a line takes at most beyond its constant parts: four int64 and two floats.
 VALUE_WIDTH = 4 * 20 + 2 * 24
 #: Room past the last line: a constant part is stored a word at a time.
 SLACK = 8
-_U0, _U10, _U100 = np.uint64(0), np.uint64(10), np.uint64(100)
 
 
 @intrinsic
@@ -70,21 +69,6 @@ def _put(out, pos, src, lo, hi):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _put_digits(out, pos, s, n):
-    """The `n` decimal digits of `s` (uint64, zero-padded on the left) at `pos`."""
-    p = pos + n
-    for _ in range(n // 2):
-        r = np.int64(s % _U100) * 2
-        s //= _U100
-        out[p - 1] = PAIRS[r + 1]
-        out[p - 2] = PAIRS[r]
-        p -= 2
-    if n & 1:
-        out[pos] = np.uint8(48 + np.int64(s))
-    return pos + n
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _put_int(out, pos, v):
     """`str(v)` of an int64."""
     if v < 0:
@@ -97,34 +81,7 @@ def _put_int(out, pos, v):
     n = 1
     while n < 20 and s >= POW10[n]:
         n += 1
-    return _put_digits(out, pos, s, n)
-
-
-@njit(cache=True, nogil=True)
-def _put_float(out, pos, bits):
-    """`repr` of the double with these bits, in [1e-4, 1e16) and not integral."""
-    s, k = _to_decimal(bits)
-    while s % _U10 == _U0:
-        s //= _U10
-        k += 1
-    n = 1
-    while n < 20 and s >= POW10[n]:
-        n += 1
-    e10 = n - 1 + k  # the exponent of the first digit
-    if e10 < 0:  # "0.000ddd"
-        out[pos] = 48
-        out[pos + 1] = 46
-        pos += 2
-        for _ in range(-e10 - 1):
-            out[pos] = 48
-            pos += 1
-        return _put_digits(out, pos, s, n)
-    fraction = n - 1 - e10  # >= 1: the value is not integral
-    scale = POW10[fraction]
-    whole = s // scale
-    pos = _put_digits(out, pos, whole, e10 + 1)
-    out[pos] = 46
-    return _put_digits(out, pos + 1, s - whole * scale, fraction)
+    return put_digits(out, pos, s, n)
 
 
 @njit(cache=True, nogil=True)
@@ -147,11 +104,11 @@ def assemble(out, words, lengths, t_start, t_first, t_end, probability, n_matche
         pos = _put_part(out, pos, words, 2, lengths[2])
         pos = _put_int(out, pos, t_end[i])
         pos = _put_part(out, pos, words, 3, lengths[3])
-        pos = _put_float(out, pos, p_bits[i])
+        pos = put_float(out, pos, p_bits[i])
         pos = _put_part(out, pos, words, 4, lengths[4])
         pos = _put_int(out, pos, n_matches[i])
         pos = _put_part(out, pos, words, 5, lengths[5])
-        pos = _put_float(out, pos, m_bits[i])
+        pos = put_float(out, pos, m_bits[i])
         pos = _put_part(out, pos, words, 6, lengths[6])
     return pos
 
