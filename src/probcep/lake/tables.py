@@ -358,10 +358,10 @@ LIVE_STATUS = Table("state/live_status", "batch_date", pa.schema([
 ]))
 
 
-def commit_once(table: Table, lake, rows: pa.Table | list, metadata: dict, app_id: str,
-                version: int, mode: str = "append",
+def commit_once(table: Table, lake, rows: pa.Table | list | Callable[[], pa.RecordBatchReader],
+                metadata: dict, app_id: str, version: int, mode: str = "append",
                 partition_by: Sequence[str] | None = None,
-                partition_filters: list | None = None) -> bool:
+                partition_filters: list | None = None, predicate: str | None = None) -> bool:
     """Append (or overwrite with) `rows` in one commit that carries the Delta application
     transaction (`app_id`, `version`), unless the table already holds a commit of that
     transaction at `version` or later: a micro-batch retried after a crash writes nothing
@@ -369,7 +369,10 @@ def commit_once(table: Table, lake, rows: pa.Table | list, metadata: dict, app_i
 
     `rows` may also be the add actions of Parquet files already written into the table
     (a table partitioned by `partition_by`): then an overwrite replaces only the
-    partitions `partition_filters` select, and files not committed stay unreferenced."""
+    partitions `partition_filters` select, and files not committed stay unreferenced.
+    Or a function returning a fresh reader of the rows (called again if the commit is
+    retried): delta-rs then writes them a batch at a time, and an overwrite replaces the
+    rows `predicate` selects (every new row must match it)."""
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
     path = table.path(lake)
@@ -383,9 +386,12 @@ def commit_once(table: Table, lake, rows: pa.Table | list, metadata: dict, app_i
                 return False
         else:
             path.mkdir(parents=True, exist_ok=True)
-        if isinstance(rows, pa.Table):
-            write_deltalake(str(path), rows, mode=mode,
-                            partition_by=None if table.exists(lake) else partition_by,
+        if not isinstance(rows, list):
+            exists = table.exists(lake)
+            write_deltalake(str(path), rows if isinstance(rows, pa.Table) else rows(),
+                            mode=mode if exists else "append",
+                            predicate=predicate if exists and mode == "overwrite" else None,
+                            partition_by=None if exists else partition_by,
                             commit_properties=properties)
             return True
         if not table.exists(lake):

@@ -12,6 +12,7 @@ approximate patterns run after the exact ones (`approx_day`).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,16 +71,35 @@ PROCESSED = ""
 def previous_states(ctx: RunContext, day: dt.date) -> pa.Table:
     """For each exact pattern version, the states saved after its latest processed day
     before `day` (streams absent there were quiet: they start afresh)."""
-    rows = STATES.read(ctx.lake, filters=[("batch_date", "<", day)])
-    keep = []
-    for p in ctx.exact:
-        mine = rows.filter(pc.and_(pc.equal(rows["pattern"], p.name),
-                                   pc.equal(rows["pattern_version"], p.version)))
-        if mine.num_rows:
-            last = pc.max(mine["batch_date"])
-            keep.append(mine.filter(pc.and_(pc.equal(mine["batch_date"], last),
-                                            pc.not_equal(mine["stream_id"], PROCESSED))))
-    return pa.concat_tables(keep) if keep else STATES.schema.empty_table()
+    return pa.Table.from_batches(list(saved_states(ctx.lake, ctx.exact, day)), STATES.schema)
+
+
+def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date,
+                 batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
+    """`previous_states` a batch of rows at a time: what passes through memory at once is
+    a batch, however many streams or days the state table holds. Each pattern version's
+    latest day is found from its "day processed" rows alone, which every saved day has."""
+    files = STATES.files(lake, [("batch_date", "<", day)])
+    if not files:
+        return
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(files, schema=STATES.schema, format="parquet")
+    before = pc.field("batch_date") < pa.scalar(day, pa.date32())
+    last: dict[tuple[str, str], dt.date] = {}
+    for part in table.to_batches(columns=["pattern", "pattern_version", "batch_date"],
+                                 filter=before & (pc.field("stream_id") == PROCESSED)):
+        for p, v, d in zip(*(part.column(i).to_pylist() for i in range(3))):
+            last[(p, v)] = max(d, last.get((p, v), d))
+    for p in patterns:
+        when = last.get((p.name, p.version))
+        if when is None:
+            continue
+        yield from table.to_batches(
+            batch_size=batch_rows,
+            filter=(pc.field("pattern") == p.name) & (pc.field("pattern_version") == p.version)
+            & (pc.field("batch_date") == pa.scalar(when, pa.date32()))
+            & (pc.field("stream_id") != PROCESSED))
 
 
 def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
@@ -120,15 +140,7 @@ def split_output(out: pa.Table, day: dt.date, run_id: str, clock: Clock,
     state rows with one "day processed" row per pattern version."""
     g = out.filter(pc.equal(out["kind"], "group"))
     s = out.filter(pc.equal(out["kind"], "state"))
-    s = pa.concat_tables([s.select(["pattern", "pattern_version", "stream_id", "next_t",
-                                    "state"]).cast(_STATE_OUT),
-                          pa.table({"pattern": [p.name for p in patterns],
-                                    "pattern_version": [p.version for p in patterns],
-                                    "stream_id": [PROCESSED] * len(patterns),
-                                    "next_t": pa.nulls(len(patterns), pa.int64()),
-                                    "state": pa.nulls(len(patterns), pa.binary())},
-                                   schema=_STATE_OUT)])
-    n, m = g.num_rows, s.num_rows
+    n = g.num_rows
     groups = pa.table({
         "pattern": g["pattern"], "pattern_version": g["pattern_version"],
         "stream_id": g["stream_id"],
@@ -140,13 +152,28 @@ def split_output(out: pa.Table, day: dt.date, run_id: str, clock: Clock,
         "batch_date": pa.array([day] * n, pa.date32()),
         "run_id": pa.array([run_id] * n, pa.string()),
     }).cast(GROUPS.schema)
-    states = pa.table({
+    return _ordered(groups), _ordered(state_rows(s, day, run_id, patterns))
+
+
+def state_rows(s: pa.Table, day: dt.date, run_id: str,
+               processed: list[RegisteredPattern] = ()) -> pa.Table:
+    """The tasks' state rows (kind "state") in the state table's schema, with a "day
+    processed" row for each pattern version of `processed`."""
+    s = pa.concat_tables([s.select(["pattern", "pattern_version", "stream_id", "next_t",
+                                    "state"]).cast(_STATE_OUT),
+                          pa.table({"pattern": [p.name for p in processed],
+                                    "pattern_version": [p.version for p in processed],
+                                    "stream_id": [PROCESSED] * len(processed),
+                                    "next_t": pa.nulls(len(processed), pa.int64()),
+                                    "state": pa.nulls(len(processed), pa.binary())},
+                                   schema=_STATE_OUT)])
+    m = s.num_rows
+    return pa.table({
         "pattern": s["pattern"], "pattern_version": s["pattern_version"],
         "stream_id": s["stream_id"], "batch_date": pa.array([day] * m, pa.date32()),
         "next_t": s["next_t"], "state": s["state"],
         "run_id": pa.array([run_id] * m, pa.string()),
     }).cast(STATES.schema)
-    return _ordered(groups), _ordered(states)
 
 
 _STATE_OUT = pa.schema([("pattern", pa.string()), ("pattern_version", pa.string()),

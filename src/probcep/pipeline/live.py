@@ -48,6 +48,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -67,16 +68,16 @@ from probcep.lake.tables import (
     LIVE_STATUS,
     QUARANTINE,
     SILVER,
-    STATES,
     UTC_MICROS,
     commit_once,
     silver_schema,
 )
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_by_stream
-from probcep.pipeline.group_day import previous_states, split_output
-from probcep.pipeline.group_tasks import SAVED_STATES, _advance, _group_rows, _state_rows
+from probcep.pipeline.group_day import saved_states, split_output
+from probcep.pipeline.group_tasks import _advance, _group_rows, _state_rows
 from probcep.pipeline.ingest import FORMATS, checked_batch
+from probcep.pipeline.live_day_end import DayEndStates
 from probcep.pipeline.live_states import LiveStates
 from probcep.pipeline.normalize import distributions
 from probcep.pipeline.publish_alerts import alerts_of
@@ -221,29 +222,28 @@ class LiveQuery:
         if complete is None and len(t):  # the first batch: where live starts
             start_day = clock.day_of(int(t.min()))
             complete = clock.day_range(start_day)[0]
-            states.seed(previous_states(ctx, start_day).select(SAVED_STATES.names))
+            states.seed(saved_states(lake, ctx.exact, start_day))
         new = complete
         if len(t):
             k = int(np.floor((pc.max(good["ts"]).value / 1e6 - s.allowed_lateness_seconds
                               - clock.epoch_micros / 1e6) / s.timestep_seconds))
             new = max(new, k)
 
-        silver, groups, done, spans = [], [], {}, {}
+        silver, groups, spans = [], [], {}
+        day_end = DayEndStates(ctx.exact, run_id)
         if complete is not None and new > complete:
             for day, lo, hi in _day_pieces(clock, complete, new):
                 phase("gold")
                 rows = self.silver(day, lo, hi)
                 phase("silver")
                 ends_day = hi == clock.day_range(day)[1]
-                out = self.advance(rows, hi, ends_day)
-                phase("engine")
-                g, st = split_output(out, day, run_id, clock,
-                                     ctx.exact)
-                silver.append(rows)
-                groups.append(g)
-                spans[day] = (lo, hi - 1)
+                out = self.advance(rows, hi, partial(day_end.add, day) if ends_day else None)
                 if ends_day:
-                    done[day] = st
+                    day_end.end(day)
+                phase("engine")
+                silver.append(rows)
+                groups.append(split_output(out, day, run_id, clock, ctx.exact)[0])
+                spans[day] = (lo, hi - 1)
         silver_rows = pa.concat_tables(silver) if silver else \
             silver_schema(s.silver_domain).empty_table()
         final = pa.concat_tables(groups) if groups else GROUPS.schema.empty_table()
@@ -251,10 +251,8 @@ class LiveQuery:
         commit_once(SILVER, lake, silver_rows, meta, app, batch_id, partition_by=["date"])
         commit_once(GROUPS, lake, final, meta, app, batch_id)
         commit_once(ALERTS, lake, alerts, meta, app, batch_id)
-        names = [p.name for p in ctx.exact]
-        for day, st in done.items():
-            STATES.replace_day(lake, day, st, {**meta, "batch_date": day.isoformat()},
-                               pattern=names)
+        day_end.commit(lake, meta, app, batch_id)
+        day_end.close()
         phase("gold")
         counts = {}
         if ctx.correlations:
@@ -282,11 +280,14 @@ class LiveQuery:
         report.phases.update(phases)
         return report
 
-    def advance(self, rows: pa.Table, until: int, ends_day: bool) -> pa.Table:
+    def advance(self, rows: pa.Table, until: int,
+                save: Callable[[pa.Table], None] | None = None) -> pa.Table:
         """Every exact pattern over the streams a piece of silver (timesteps before
-        `until`) needs, from their states in the cache or the state table; the groups that
-        became final and, when the piece ends a day, the states the night would save (the
-        output rows of `group_streams`, which the night runs over the whole day)."""
+        `until`) needs, from their states in the cache or the state table; returns the
+        groups that became final (output rows of `group_streams`). A piece that ends a day
+        hands `save` the states the night would save, a chunk of streams at a time (the
+        night runs `group_streams` over the whole day)."""
+        ends_day = save is not None
         patterns, states = self.ctx.exact, self.states
         streams = Streams.of(rows, self.settings.silver_domain)
         where = {sid: i for i, sid in enumerate(streams.ids)}
@@ -311,8 +312,10 @@ class LiveQuery:
                     if ends_day:
                         kept.append((i, j, matcher.next_t, matcher.to_bytes()))
                     states.keep(key, matcher, quiet)
-        return pa.concat_tables([_group_rows(found, owner, ids, patterns),
-                                 _state_rows(kept, ids, patterns)])
+            if kept:
+                save(_state_rows(kept, ids, patterns))
+                kept = []
+        return _group_rows(found, owner, ids, patterns)
 
     def correlate(self, final: pa.Table, spans: dict[dt.date, tuple[int, int]],
                   run_id: str) -> tuple[pa.Table, pa.Table]:

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import uuid
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -132,17 +134,37 @@ class LiveStates:
                 columns=["next_t"])
             self.complete = mark["next_t"][0].as_py() if mark.num_rows else None
 
-    def seed(self, states: pa.Table) -> None:
+    def seed(self, states: Iterable[pa.RecordBatch]) -> None:
         """The first batch: start from these saved states (the night's of the day
-        before; never quiet, the night keeps no quiet state), written into their
-        buckets' new files at once."""
-        keys = list(zip(states["pattern"].to_pylist(), states["pattern_version"].to_pylist(),
-                        states["stream_id"].to_pylist()))
-        for key, b in zip(keys, states["state"].to_pylist()):
-            self.touched.setdefault(bucket(key[2]), {})[key] = False
-            self.evicted[key] = b
-        for b in sorted(self.touched):
-            self._write_bucket(b)
+        before, `saved_states`; never quiet, the night keeps no quiet state), written
+        into their buckets' new files as they come, a batch of rows at a time. The table
+        holds no state yet (no engine ran before the first complete mark)."""
+        writers: dict[int, tuple[str, Path, pq.ParquetWriter]] = {}
+        try:
+            for part in states:
+                where = np.array([bucket(s) for s in part.column("stream_id").to_pylist()])
+                rows = pa.table({
+                    "pattern": part.column("pattern"),
+                    "pattern_version": part.column("pattern_version"),
+                    "stream_id": part.column("stream_id"),
+                    "next_t": pa.nulls(part.num_rows, pa.int64()),
+                    "state": part.column("state"),
+                    "batch_id": pa.array(np.full(part.num_rows, self.batch_id, np.int64)),
+                    "quiet": pa.array(np.zeros(part.num_rows, bool))}, schema=FILE_SCHEMA)
+                for b in np.unique(where).tolist():
+                    if b not in writers:
+                        rel, path = self._new_file(b)
+                        writers[b] = rel, path, pq.ParquetWriter(path, FILE_SCHEMA,
+                                                                 compression="snappy")
+                    writers[b][2].write_table(rows.filter(pa.array(where == b)),
+                                              row_group_size=ROW_GROUP)
+        finally:
+            for _, _, out in writers.values():
+                out.close()
+        for b, (rel, path, _) in sorted(writers.items()):
+            self.pending[b] = add_action(path, rel, {"bucket": str(b)}, LIVE_STATE.schema,
+                                         "bucket")
+            self.files[b] = [str(path)]
 
     def needed(self, with_rows: list[str], ends_day: bool) -> list[str]:
         """The streams a piece must advance, in bucket order: those with readings, those
