@@ -4,7 +4,7 @@ process, `local[2]`, trigger `--trigger` seconds); afterwards the lake says when
 file's readings were matched and each alert was written.
 
     .venv/bin/python benchmarks/live_latency.py [--streams 10000] [--minutes 10]
-        [--trigger 10] [--lateness 2] [--warmup 60] [--keep DIR]
+        [--trigger 10] [--lateness 2] [--warmup 60] [--correlation] [--keep DIR]
 
 Per file: its write (the rename into the landing folder) to the commit of the first
 micro-batch whose `complete_until` passes the file's second (its readings are in silver
@@ -19,10 +19,13 @@ two trigger intervals before the end was matched.
 
 One exact pattern ("Door Room+ Door", complete, θ 0.01, window 12, alert ≥ 0.2); a
 share `--matching` of the streams walks Door, Room x6, Door, the others read Hallway.
-Prints the figures with the machine's load (`uptime`) before and after. The files of the
-first `--warmup` seconds are written and processed but left out of the figures (their
-latencies are printed apart): a live process's first micro-batches compile Spark's and
-the engine's code, a cost it pays once, not every day it runs.
+With `--correlation` a correlation is registered too ("Room Door" in the archive of the
+hour before each visit, docs/semantics.md §8), and the time each micro-batch spent on it
+(the `correlate` phase of its log line) is reported. Prints the figures with the
+machine's load (`uptime`) before and after. The files of the first `--warmup` seconds
+are written and processed but left out of the figures (their latencies are printed
+apart): a live process's first micro-batches compile Spark's and the engine's code, a
+cost it pays once, not every day it runs.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,10 +52,15 @@ patterns:
   room_visit: {pattern: "Door Room+ Door", policy: complete, threshold: 0.01, window: 12,
                alert_threshold: 0.2}
 """
+CORRELATION = """
+correlations:
+  door_before_visit: {live: room_visit, archive_pattern: "Room Door", archive_window: 2,
+                      lookback: 1h, gap: 2, min_probability: 0.05, alert_threshold: 0.05}
+"""
 
 
 def settings(folder: Path, args) -> Path:
-    (folder / "patterns.yaml").write_text(REGISTRY)
+    (folder / "patterns.yaml").write_text(REGISTRY + (CORRELATION if args.correlation else ""))
     path = folder / "probcep.yaml"
     path.write_text(
         f"lake_root: {folder / 'lake'}\nlanding_dir: {folder / 'landing'}\n"
@@ -112,6 +121,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=60.0,
                     help="seconds of files left out of the figures")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--correlation", action="store_true",
+                    help="register a correlation and time its phase")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
     ap.add_argument("--report", type=Path, help="only report on this kept folder's run")
@@ -154,7 +165,7 @@ def main() -> None:
 
 def report(folder: Path, args, written: dict, load_before: str, load_after: str) -> None:
     sys.path.insert(0, str(ROOT / "src"))
-    from probcep.lake.tables import ALERTS, LIVE_STATUS
+    from probcep.lake.tables import ALERTS, CORRELATIONS, LIVE_STATUS
 
     lake = folder / "lake"
     status = LIVE_STATUS.read(lake).to_pandas().sort_values("batch_id")
@@ -204,6 +215,12 @@ def report(folder: Path, args, written: dict, load_before: str, load_after: str)
           f"{percentile(last, 50):.1f} s")
     print(f"alert latency (write of its last second -> batch committed), {len(alert_lat)} "
           f"alerts: p50 {percentile(alert_lat, 50):.1f} s, p99 {percentile(alert_lat, 99):.1f} s")
+    spent = [float(m) for m in re.findall(r"correlate ([0-9.]+)",
+                                          (folder / "live.log").read_text())]
+    if spent:
+        print(f"correlate phase, {len(spent)} micro-batches with final groups: median "
+              f"{np.median(spent):.2f} s, p99 {percentile(spent, 99):.2f} s, max "
+              f"{max(spent):.2f} s; correlation rows {CORRELATIONS.read(lake).num_rows}")
     target50, target99 = args.trigger + 5, 2 * args.trigger
     print(f"targets: p50 <= {target50} s: {percentile(alert_lat, 50) <= target50}; p99 <= "
           f"{target99} s: {percentile(alert_lat, 99) <= target99}; sustained: {sustained}")

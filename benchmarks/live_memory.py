@@ -2,7 +2,7 @@
 bounded by the cache's capacity, not by the streams).
 
     .venv/bin/python benchmarks/live_memory.py [--streams 10000 40000] [--cache 1000]
-        [--active 1000] [--batches 4] [--baseline main]
+        [--active 1000] [--batches 4] [--baseline main] [--scenario steady|midnight]
 
 For each stream count N, and for this tree's code and the code of `--baseline` (a git
 revision, exported with `git archive` into a temporary folder), in the same run:
@@ -16,6 +16,16 @@ revision, exported with `git archive` into a temporary folder), in the same run:
    of one reading that complete them (a second is complete two files later): the
    batches that advance the active streams read their states back (misses) and write
    `state/live` anew.
+
+With `--scenario midnight`, two other moments that touch every stream:
+
+1. *day end*: `probcep live --once` from an empty lake over three files, one micro-batch
+   each: all N streams read "Door" in the day's second-to-last second and "Room" in its
+   last (each stream then has a `Door Room+ Door` run open at midnight), and one reading
+   of the next day that completes the day: the third batch saves N streams' open states
+   in `state/engine`, as the night would;
+2. *seed*: `probcep live --once` with a fresh checkpoint and no `state/live`, over two
+   files of the next day: its first batch seeds `state/live` from those N saved states.
 
 The live process's resident memory (psutil, sampled every 0.1 s) is reported as the
 peak of the Python driver and, separately, the peak of its child processes (Spark's
@@ -63,13 +73,14 @@ def settings(folder: Path, cache: int) -> Path:
 
 def landing_file(folder: Path, second: int, ids: np.ndarray, rng,
                  names=("Hallway", "Door", "Room")) -> None:
-    """A reading of each stream `ids` at `second`, its symbol drawn from `names`."""
+    """A reading of each stream `ids` at `second` (from DAY's midnight), its symbol drawn
+    from `names`."""
     names = np.array(names)
     when = pd.Timestamp(f"{DAY}T00:00:00") + pd.Timedelta(seconds=second)
     frame = pd.DataFrame({"stream_id": ids, "sensor_id": "r1", "ts": when.isoformat(),
                           "symbol": names[rng.integers(0, len(names), len(ids))],
                           "score": np.round(0.5 + 0.5 * rng.random(len(ids)), 3)})
-    path = folder / "landing" / DAY / f"r-{second:06d}.csv"
+    path = folder / "landing" / when.date().isoformat() / f"r-{second:06d}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False)
     stamp = 1_700_000_000 + second  # the file source lists files in this order
@@ -143,6 +154,36 @@ def run(name: str, n: int, src: Path, work: Path, args) -> dict:
             "state_mib": live["state"].nbytes / 2 ** 20}
 
 
+def midnight(name: str, n: int, src: Path, work: Path, args) -> dict:
+    """The day end and the seed of the next day (see the module's docstring)."""
+    import shutil
+
+    from deltalake import DeltaTable
+
+    folder = work / f"{name}-{n}"
+    folder.mkdir(parents=True)
+    config = settings(folder, args.cache)
+    rng = np.random.default_rng(args.seed)
+    ids = np.array([f"s{i:06d}" for i in range(n)])
+    end = 86_400
+    landing_file(folder, end - 2, ids, rng, names=("Door",))
+    landing_file(folder, end - 1, ids, rng, names=("Room",))
+    landing_file(folder, end + 1, ids[:1], rng, names=("Room",))  # the day is complete
+    day_end = live_once(config, src, folder / "live.log")
+    engine = DeltaTable(str(folder / "lake" / "state" / "engine")).to_pyarrow_table(
+        columns=["stream_id", "state"])
+    shutil.rmtree(folder / "lake" / "state" / "live")
+    shutil.rmtree(folder / "lake" / "_live")
+    shutil.move(folder / "landing", folder / "landing-first")
+    for second in (end + 3, end + 5):
+        landing_file(folder, second, ids[:1], rng, names=("Room",))
+    seed = live_once(config, src, folder / "live.log")
+    live = DeltaTable(str(folder / "lake" / "state" / "live")).to_pyarrow_table(
+        columns=["stream_id"])
+    return {"build": day_end, "measure": seed, "states": engine.num_rows,
+            "state_mib": engine["state"].nbytes / 2 ** 20, "seeded": live.num_rows - 1}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", type=int, nargs="+", default=[10_000, 40_000])
@@ -153,6 +194,7 @@ def main() -> None:
                     "('' for none)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    ap.add_argument("--scenario", choices=["steady", "midnight"], default="steady")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     work = args.keep or Path(tempfile.mkdtemp(prefix="probcep-live-memory-"))
@@ -169,6 +211,15 @@ def main() -> None:
     results = {}
     for n in args.streams:
         for name, src in codes.items():
+            if args.scenario == "midnight":
+                r = results[name, n] = midnight(name, n, src, work, args)
+                print(f"{name:8s} N={n:6d}: state/engine {r['states']} rows "
+                      f"({r['state_mib']:.1f} MiB of state bytes), {r['seeded']} seeded "
+                      f"into state/live; day end peak driver {r['build'][0]:.0f} MiB, JVM "
+                      f"{r['build'][1]:.0f} MiB, {r['build'][2]:.0f} s; seed peak driver "
+                      f"{r['measure'][0]:.0f} MiB, JVM {r['measure'][1]:.0f} MiB, "
+                      f"{r['measure'][2]:.0f} s", flush=True)
+                continue
             r = results[name, n] = run(name, n, src, work, args)
             print(f"{name:8s} N={n:6d}: state/live {r['states']} states "
                   f"({r['state_mib']:.1f} MiB of state bytes); build peak driver "
@@ -181,17 +232,22 @@ def main() -> None:
     print(f"cache {args.cache} streams, {args.active} streams read in each of "
           f"{args.batches} files; work folder {work}")
     lo, hi = min(args.streams), max(args.streams)
-    print("| code | N | driver peak MiB | JVM peak MiB |")
-    print("|---|---|---|---|")
-    for (name, n), r in results.items():
-        print(f"| {name} | {n:,} | {r['measure'][0]:.0f} | {r['measure'][1]:.0f} |")
-    for name in codes:
-        a, b = results[name, lo]["measure"], results[name, hi]["measure"]
-        print(f"{name}: driver peak {hi}/{lo} = {b[0] / a[0]:.3f}, JVM {b[1] / a[1]:.3f}")
-    if "baseline" in codes:
-        for n in args.streams:
-            a, b = results["baseline", n]["measure"], results["this", n]["measure"]
-            print(f"N={n}: driver peak this/baseline = {b[0] / a[0]:.3f}")
+    moments = {"measure": "measure"} if args.scenario == "steady" else \
+        {"build": "day end", "measure": "seed"}
+    print("| moment | code | N | driver peak MiB | JVM peak MiB |")
+    print("|---|---|---|---|---|")
+    for key, moment in moments.items():
+        for (name, n), r in results.items():
+            print(f"| {moment} | {name} | {n:,} | {r[key][0]:.0f} | {r[key][1]:.0f} |")
+    for key, moment in moments.items():
+        for name in codes:
+            a, b = results[name, lo][key], results[name, hi][key]
+            print(f"{moment}, {name}: driver peak {hi}/{lo} = {b[0] / a[0]:.3f}, "
+                  f"JVM {b[1] / a[1]:.3f}")
+        if "baseline" in codes:
+            for n in args.streams:
+                a, b = results["baseline", n][key], results["this", n][key]
+                print(f"{moment}, N={n}: driver peak this/baseline = {b[0] / a[0]:.3f}")
 
 
 if __name__ == "__main__":

@@ -220,7 +220,7 @@ def test_live_in_shuffled_order_writes_the_nights_groups_alerts_states_and_corre
 CHILD = """
 import os, signal, sys
 from probcep.lake import tables
-from probcep.pipeline import live
+from probcep.pipeline import live, live_day_end
 from probcep.pipeline.context import RunContext
 
 settings, batch, table = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -233,15 +233,18 @@ def killed(t, lake, rows, metadata, app_id, version, **kw):
     return done
 
 live.commit_once = killed
+live_day_end.commit_once = killed
 live.LiveQuery(RunContext.open("live", settings=settings, master="local[1]")).run(once=True)
 """
 
 
 #: Kill points: after each of a micro-batch's writes, in batches where a day is still
-#: open (3, 4), where the first day completes (6: its states are written too) and later
-#: (9 makes correlation rows and a correlation alert: the retry writes only the alert).
+#: open (3, 4), where the first day completes (6: its states are written too, after its
+#: alerts) and later (9 makes correlation rows and a correlation alert: the retry writes
+#: only the alert).
 KILLS = [(3, BRONZE.name), (4, SILVER.name), (5, GROUPS.name), (6, ALERTS.name),
-         (7, LIVE_STATUS.name), (8, LIVE_STATE.name), (9, CORRELATIONS.name)]
+         (6, STATES.name), (7, LIVE_STATUS.name), (8, LIVE_STATE.name),
+         (9, CORRELATIONS.name)]
 
 
 @pytest.mark.soak
@@ -250,21 +253,22 @@ def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_ord
                                                             table):
     tmp, files = night
     arrive(files, list(range(len(files))))
-    settings = settings_file(tmp, tmp / "landing", tmp / f"killed-{batch}", 1)
+    lake = tmp / f"killed-{batch}-{table.replace('/', '-')}"
+    settings = settings_file(tmp, tmp / "landing", lake, 1)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     done = subprocess.run([sys.executable, "-c", CHILD, str(settings), str(batch), table],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
     # batch `batch` unfinished: its status row written or not
     written = table in (LIVE_STATUS.name, LIVE_STATE.name)
-    assert LIVE_STATUS.read(tmp / f"killed-{batch}").num_rows == batch + written
+    assert LIVE_STATUS.read(lake).num_rows == batch + written
     LiveQuery(context(spark, settings, "live")).run(once=True)  # Spark retries it
     clean = in_order
     for t in (GROUPS, ALERTS, BRONZE, SILVER, LIVE_STATUS, CORRELATIONS, CORRELATION_ALERTS):
-        a, b = t.read(tmp / f"killed-{batch}"), t.read(clean)
+        a, b = t.read(lake), t.read(clean)
         assert a.num_rows == b.num_rows, t.name
-    same_day_tables(tmp / f"killed-{batch}", clean, DAYS)
-    same_day_tables(tmp / f"killed-{batch}", tmp / "night", DAYS[:2])
+    same_day_tables(lake, clean, DAYS)
+    same_day_tables(lake, tmp / "night", DAYS[:2])
 
 
 @pytest.mark.parametrize("policy", ["creation", "priority", "lru"])
