@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +91,32 @@ class Table:
             return []
         return DeltaTable(str(self.path(lake)), version=version).file_uris(
             file_pruning_predicate=filters or None)
+
+    def scan(self, lake, filters=None, where: pc.Expression | None = None,
+             columns: Sequence[str] | None = None,
+             batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
+        """The rows matching `where` of the files `files(filters)` may hold, a batch of
+        at most `batch_rows` at a time, with `columns` (default: all) of the table's
+        schema (`where` may use only those): what memory holds is a batch
+        and a 1 MiB read buffer, however many rows a file or a row group has (Arrow's
+        dataset scanner reads ahead, and a whole row group at once without a buffered
+        stream: reading a 120 MiB row group that way cost about 4 times its size)."""
+        import pyarrow.parquet as pq
+
+        schema = pa.schema([self.schema.field(c) for c in columns or self.schema.names])
+        for uri in self.files(lake, filters):
+            source = pq.ParquetFile(uri, pre_buffer=False, buffer_size=1 << 20)
+            have = set(source.schema_arrow.names)
+            for part in source.iter_batches(batch_size=batch_rows,
+                                            columns=[n for n in schema.names if n in have]):
+                rows = pa.Table.from_batches([part])
+                for f in schema:  # a column added since this file was written: nulls
+                    if f.name not in have:
+                        rows = rows.append_column(f, pa.nulls(rows.num_rows, f.type))
+                rows = rows.select(schema.names).cast(schema)
+                if where is not None:
+                    rows = rows.filter(where)
+                yield from rows.to_batches()
 
     def day_filter(self, day: dt.date, keys: dict[str, Sequence]) -> list:
         return [(self.day_column, "=", day), *((k, "in", list(v)) for k, v in keys.items())]
@@ -361,7 +387,8 @@ LIVE_STATUS = Table("state/live_status", "batch_date", pa.schema([
 def commit_once(table: Table, lake, rows: pa.Table | list | Callable[[], pa.RecordBatchReader],
                 metadata: dict, app_id: str, version: int, mode: str = "append",
                 partition_by: Sequence[str] | None = None,
-                partition_filters: list | None = None, predicate: str | None = None) -> bool:
+                partition_filters: list | None = None, predicate: str | None = None,
+                row_group_rows: int | None = None) -> bool:
     """Append (or overwrite with) `rows` in one commit that carries the Delta application
     transaction (`app_id`, `version`), unless the table already holds a commit of that
     transaction at `version` or later: a micro-batch retried after a crash writes nothing
@@ -372,8 +399,15 @@ def commit_once(table: Table, lake, rows: pa.Table | list | Callable[[], pa.Reco
     partitions `partition_filters` select, and files not committed stay unreferenced.
     Or a function returning a fresh reader of the rows (called again if the commit is
     retried): delta-rs then writes them a batch at a time, and an overwrite replaces the
-    rows `predicate` selects (every new row must match it)."""
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    rows `predicate` selects (every new row must match it). delta-rs holds a row group
+    in memory until it is full: `row_group_rows` bounds it."""
+    from deltalake import (
+        CommitProperties,
+        DeltaTable,
+        Transaction,
+        WriterProperties,
+        write_deltalake,
+    )
 
     path = table.path(lake)
     properties = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()},
@@ -392,7 +426,9 @@ def commit_once(table: Table, lake, rows: pa.Table | list | Callable[[], pa.Reco
                             mode=mode if exists else "append",
                             predicate=predicate if exists and mode == "overwrite" else None,
                             partition_by=None if exists else partition_by,
-                            commit_properties=properties)
+                            commit_properties=properties,
+                            writer_properties=None if row_group_rows is None else
+                            WriterProperties(max_row_group_size=row_group_rows))
             return True
         if not table.exists(lake):
             DeltaTable.create(str(path), table.schema, mode="ignore",

@@ -79,27 +79,22 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date,
     """`previous_states` a batch of rows at a time: what passes through memory at once is
     a batch, however many streams or days the state table holds. Each pattern version's
     latest day is found from its "day processed" rows alone, which every saved day has."""
-    files = STATES.files(lake, [("batch_date", "<", day)])
-    if not files:
-        return
-    import pyarrow.dataset as ds
-
-    table = ds.dataset(files, schema=STATES.schema, format="parquet")
-    before = pc.field("batch_date") < pa.scalar(day, pa.date32())
+    before = [("batch_date", "<", day)]
     last: dict[tuple[str, str], dt.date] = {}
-    for part in table.to_batches(columns=["pattern", "pattern_version", "batch_date"],
-                                 filter=before & (pc.field("stream_id") == PROCESSED)):
-        for p, v, d in zip(*(part.column(i).to_pylist() for i in range(3))):
-            last[(p, v)] = max(d, last.get((p, v), d))
+    for part in STATES.scan(lake, before, pc.field("stream_id") == PROCESSED,
+                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
+        for p, v, d in zip(*(part.column(c).to_pylist()
+                             for c in ("pattern", "pattern_version", "batch_date"))):
+            if d < day:
+                last[(p, v)] = max(d, last.get((p, v), d))
     for p in patterns:
         when = last.get((p.name, p.version))
-        if when is None:
-            continue
-        yield from table.to_batches(
-            batch_size=batch_rows,
-            filter=(pc.field("pattern") == p.name) & (pc.field("pattern_version") == p.version)
-            & (pc.field("batch_date") == pa.scalar(when, pa.date32()))
-            & (pc.field("stream_id") != PROCESSED))
+        if when is not None:
+            yield from STATES.scan(
+                lake, [("batch_date", "=", when)], (pc.field("pattern") == p.name)
+                & (pc.field("pattern_version") == p.version)
+                & (pc.field("batch_date") == pa.scalar(when, pa.date32()))
+                & (pc.field("stream_id") != PROCESSED), batch_rows=batch_rows)
 
 
 def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,

@@ -25,7 +25,8 @@ from probcep.lake.tables import STATES, commit_once
 from probcep.pipeline.group_day import state_rows
 from probcep.pipeline.group_tasks import OUTPUT
 
-#: Rows a batch of the spill file holds when delta-rs reads it back.
+#: Rows a batch of the spill file holds when delta-rs reads it back, and rows a row group
+#: of the files it writes holds (it keeps a row group in memory until it is full).
 READ_ROWS = 8192
 
 
@@ -65,14 +66,16 @@ class DayEndStates:
 
         def rows() -> pa.RecordBatchReader:
             return pa.RecordBatchReader.from_batches(
-                STATES.schema, pq.ParquetFile(self._path).iter_batches(batch_size=READ_ROWS))
+                STATES.schema, pq.ParquetFile(self._path, buffer_size=1 << 20)
+                .iter_batches(batch_size=READ_ROWS))
 
         with ExitStack() as held:
             for day in self.days:
                 held.enter_context(STATES.lock(lake, day, pattern=names))
             return commit_once(STATES, lake, rows, {
                 **metadata, "batch_date": ",".join(d.isoformat() for d in self.days)},
-                app_id, batch_id, mode="overwrite", predicate=predicate)
+                app_id, batch_id, mode="overwrite", predicate=predicate,
+                row_group_rows=READ_ROWS)
 
     def close(self) -> None:
         if self._writer is not None:
