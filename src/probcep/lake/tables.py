@@ -384,11 +384,10 @@ LIVE_STATUS = Table("state/live_status", "batch_date", pa.schema([
 ]))
 
 
-def commit_once(table: Table, lake, rows: pa.Table | list | Callable[[], pa.RecordBatchReader],
-                metadata: dict, app_id: str, version: int, mode: str = "append",
+def commit_once(table: Table, lake, rows: pa.Table | list, metadata: dict, app_id: str,
+                version: int, mode: str = "append",
                 partition_by: Sequence[str] | None = None,
-                partition_filters: list | None = None, predicate: str | None = None,
-                row_group_rows: int | None = None) -> bool:
+                partition_filters: list | None = None) -> bool:
     """Append (or overwrite with) `rows` in one commit that carries the Delta application
     transaction (`app_id`, `version`), unless the table already holds a commit of that
     transaction at `version` or later: a micro-batch retried after a crash writes nothing
@@ -396,39 +395,22 @@ def commit_once(table: Table, lake, rows: pa.Table | list | Callable[[], pa.Reco
 
     `rows` may also be the add actions of Parquet files already written into the table
     (a table partitioned by `partition_by`): then an overwrite replaces only the
-    partitions `partition_filters` select, and files not committed stay unreferenced.
-    Or a function returning a fresh reader of the rows (called again if the commit is
-    retried): delta-rs then writes them a batch at a time, and an overwrite replaces the
-    rows `predicate` selects (every new row must match it). delta-rs holds a row group
-    in memory until it is full: `row_group_rows` bounds it."""
-    from deltalake import (
-        CommitProperties,
-        DeltaTable,
-        Transaction,
-        WriterProperties,
-        write_deltalake,
-    )
+    partitions `partition_filters` select, and files not committed stay unreferenced."""
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
     path = table.path(lake)
     properties = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()},
                                   app_transactions=[Transaction(app_id, version)])
 
     def attempt() -> bool:
-        if table.exists(lake):
-            done = DeltaTable(str(path)).transaction_version(app_id)
-            if done is not None and done >= version:
-                return False
-        else:
+        if committed(table, lake, app_id, version):
+            return False
+        if not table.exists(lake):
             path.mkdir(parents=True, exist_ok=True)
-        if not isinstance(rows, list):
-            exists = table.exists(lake)
-            write_deltalake(str(path), rows if isinstance(rows, pa.Table) else rows(),
-                            mode=mode if exists else "append",
-                            predicate=predicate if exists and mode == "overwrite" else None,
-                            partition_by=None if exists else partition_by,
-                            commit_properties=properties,
-                            writer_properties=None if row_group_rows is None else
-                            WriterProperties(max_row_group_size=row_group_rows))
+        if isinstance(rows, pa.Table):
+            write_deltalake(str(path), rows, mode=mode,
+                            partition_by=None if table.exists(lake) else partition_by,
+                            commit_properties=properties)
             return True
         if not table.exists(lake):
             DeltaTable.create(str(path), table.schema, mode="ignore",
@@ -439,3 +421,14 @@ def commit_once(table: Table, lake, rows: pa.Table | list | Callable[[], pa.Reco
         return True
 
     return commit_with_retries(attempt, table.name)
+
+
+def committed(table: Table, lake, app_id: str, version: int) -> bool:
+    """Whether the table holds a commit of application transaction `app_id` at `version`
+    or later."""
+    if not table.exists(lake):
+        return False
+    from deltalake import DeltaTable
+
+    done = DeltaTable(str(table.path(lake))).transaction_version(app_id)
+    return done is not None and done >= version

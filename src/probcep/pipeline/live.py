@@ -45,6 +45,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ from probcep.lake.tables import (
     SILVER,
     UTC_MICROS,
     commit_once,
+    committed,
     silver_schema,
 )
 from probcep.pipeline.context import RunContext
@@ -111,6 +113,9 @@ class BatchReport:
     #: seconds per phase: read (ingest's checks), bronze, silver, engine, gold,
     #: correlate, state
     phases: dict = field(default_factory=dict)
+    #: the driver process's peak resident memory so far (MiB; it only grows: the batch
+    #: that raised it is the one whose line shows the new figure)
+    peak_mib: float | None = None
 
     def line(self) -> str:
         upto = "nothing complete yet" if self.complete_until is None else \
@@ -124,7 +129,8 @@ class BatchReport:
                 f"({self.late_rows} late, {self.quarantined} quarantined), silver "
                 f"{self.silver_rows} rows, {self.groups} groups final, {self.alerts} alerts"
                 f"{correlated}; {upto}; {self.cache_misses} cache misses, "
-                f"{self.cached} states cached{lag}")
+                f"{self.cached} states cached{lag}"
+                + ("" if self.peak_mib is None else f"; driver peak {self.peak_mib:.0f} MiB"))
 
 
 class LiveQuery:
@@ -137,6 +143,7 @@ class LiveQuery:
         self.checkpoint = Path(self.settings.checkpoint)
         self.states = LiveStates(ctx.lake, ctx.exact, self.settings.live_cache_streams,
                                  self.settings.live_cache_policy)
+        self.day_end: DayEndStates | None = None  # the batch's, until it ends
 
     def start(self, once: bool = False):
         """Start the streaming query; `once`: process what the landing folder holds, in
@@ -179,7 +186,11 @@ class LiveQuery:
                                    for r in listed], batch_id, started)
         except BaseException:
             self.states.abandon()
+            if self.day_end is not None:
+                self.day_end.abandon()
             raise
+        finally:
+            self.day_end = None
         if report is None:
             return
         log.info(report.line())
@@ -191,7 +202,7 @@ class LiveQuery:
         and before Spark recorded it done: everything is written already."""
         ctx, s, lake = self.ctx, self.settings, self.ctx.lake
         app, run_id = self.app_id, f"live-{batch_id}"
-        if _written(LIVE_STATE, lake, app, batch_id):
+        if committed(LIVE_STATE, lake, app, batch_id):
             log.info("batch %d: written before a restart, nothing to do", batch_id)
             return None
         meta = {"run_id": run_id, "batch_id": batch_id}
@@ -230,7 +241,7 @@ class LiveQuery:
             new = max(new, k)
 
         silver, groups, spans = [], [], {}
-        day_end = DayEndStates(ctx.exact, run_id)
+        day_end = self.day_end = DayEndStates(lake, ctx.exact, run_id, batch_id)
         if complete is not None and new > complete:
             for day, lo, hi in _day_pieces(clock, complete, new):
                 phase("gold")
@@ -251,8 +262,7 @@ class LiveQuery:
         commit_once(SILVER, lake, silver_rows, meta, app, batch_id, partition_by=["date"])
         commit_once(GROUPS, lake, final, meta, app, batch_id)
         commit_once(ALERTS, lake, alerts, meta, app, batch_id)
-        day_end.commit(lake, meta, app, batch_id)
-        day_end.close()
+        day_end.commit(meta, app, batch_id)
         phase("gold")
         counts = {}
         if ctx.correlations:
@@ -278,6 +288,8 @@ class LiveQuery:
         states.committed(new)
         phase("state")
         report.phases.update(phases)
+        report = dataclasses.replace(report, peak_mib=resource.getrusage(
+            resource.RUSAGE_SELF).ru_maxrss / 1024)
         return report
 
     def advance(self, rows: pa.Table, until: int,
@@ -300,7 +312,8 @@ class LiveQuery:
                 for j, p in enumerate(patterns):
                     key = (p.name, p.version, sid)
                     matcher = states.matcher(key)
-                    parts = _advance(matcher, runs, silence, until, sid)
+                    # only parts with groups: an empty one per stream would hold ~1 KiB
+                    parts = [g for g in _advance(matcher, runs, silence, until, sid) if len(g)]
                     found += parts
                     owner += [(i, j, len(part)) for part in parts]
                     if matcher.next_t is None:
@@ -392,16 +405,6 @@ def _day_pieces(clock, lo: int, hi: int):
         stop = min(hi, clock.day_range(day)[1])
         yield day, lo, stop
         lo = stop
-
-
-def _written(table, lake, app: str, batch_id: int) -> bool:
-    """Whether the table holds this query's commit of micro-batch `batch_id`."""
-    if not table.exists(lake):
-        return False
-    from deltalake import DeltaTable
-
-    done = DeltaTable(str(table.path(lake))).transaction_version(app)
-    return done is not None and done >= batch_id
 
 
 def _status_row(r: BatchReport, started, finished, run_id: str) -> pa.Table:

@@ -2,41 +2,45 @@
 them, gathered a chunk of streams at a time.
 
 A micro-batch that completes a day advances every stream with a state, a cache's capacity
-at a time (`LiveStates.chunks`); each chunk's open states go to a local spill file as soon
-as the chunk is done, and the batch commits the file to `state/engine` in one Delta
-transaction that delta-rs reads a batch of rows at a time. So what passes through memory
-is a chunk's states, however many streams are open at midnight (issue 15). The commit
-replaces the days' rows of the batch's patterns and carries the batch's application
-transaction: a batch retried after a crash does not commit it again.
+at a time (`LiveStates.chunks`); each chunk's open states are appended, as a row group, to
+a Parquet file written inside the table as soon as the chunk is done, and the batch adds
+that file to `state/engine` in one Delta commit (delta-rs `create_write_transaction`,
+statistics from the file's footer) carrying the batch's application transaction: a batch
+retried after a crash does not add it again. So what passes through memory is a chunk's
+states, however many streams are open at midnight (issue 15). (delta-rs's own writer,
+given the rows as a stream, held several times their size: 744 MiB for 480 MiB of
+states, 2026-11-24.)
+
+The days' stored rows of these patterns, which exist only if another run saved those
+days first (the night, or live mode from another checkpoint), are deleted first, in a
+commit of their own: the two commits are not atomic, but both are idempotent, and the
+slice locks keep other writers out meanwhile.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import tempfile
+import uuid
 from contextlib import ExitStack
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from probcep.config.registry import RegisteredPattern
-from probcep.lake.tables import STATES, commit_once
+from probcep.lake.delta import add_action
+from probcep.lake.tables import STATES, commit_once, commit_properties, committed
 from probcep.pipeline.group_day import state_rows
 from probcep.pipeline.group_tasks import OUTPUT
-
-#: Rows a batch of the spill file holds when delta-rs reads it back, and rows a row group
-#: of the files it writes holds (it keeps a row group in memory until it is full).
-READ_ROWS = 8192
 
 
 class DayEndStates:
     """The states of the days one micro-batch completes, on their way to `state/engine`."""
 
-    def __init__(self, patterns: list[RegisteredPattern], run_id: str):
-        self.patterns, self.run_id = patterns, run_id
+    def __init__(self, lake, patterns: list[RegisteredPattern], run_id: str, batch_id: int):
+        self.lake, self.patterns, self.run_id = lake, patterns, run_id
         self.days: list[dt.date] = []
-        self._folder: tempfile.TemporaryDirectory | None = None
+        self.rel = f"part-live-{batch_id:08d}-{uuid.uuid4().hex}.parquet"
+        self.path = STATES.path(lake) / self.rel
         self._writer: pq.ParquetWriter | None = None
 
     def add(self, day: dt.date, rows: pa.Table) -> None:
@@ -50,40 +54,39 @@ class DayEndStates:
 
     def _write(self, rows: pa.Table) -> None:
         if self._writer is None:
-            self._folder = tempfile.TemporaryDirectory(prefix="probcep-day-end-")
-            self._writer = pq.ParquetWriter(self._path, STATES.schema)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self.path, STATES.schema, compression="snappy")
         self._writer.write_table(rows)
 
-    def commit(self, lake, metadata: dict, app_id: str, batch_id: int) -> bool:
-        """Replace the days' states of these patterns by the spilled rows, in one commit
-        (none when the batch completed no day, or committed before a restart)."""
+    def commit(self, metadata: dict, app_id: str, batch_id: int) -> bool:
+        """Replace the days' states of these patterns by the file's rows (nothing when the
+        batch completed no day, or committed them before a restart)."""
         if not self.days:
             return False
         self._writer.close()
+        self._writer = None  # from here on the file is the commit's (or vacuum's)
         names = [p.name for p in self.patterns]
-        predicate = " OR ".join(f"({STATES.day_predicate(d, {'pattern': names})})"
-                                for d in self.days)
-
-        def rows() -> pa.RecordBatchReader:
-            return pa.RecordBatchReader.from_batches(
-                STATES.schema, pq.ParquetFile(self._path, buffer_size=1 << 20)
-                .iter_batches(batch_size=READ_ROWS))
-
+        meta = {**metadata, "batch_date": ",".join(d.isoformat() for d in self.days)}
         with ExitStack() as held:
             for day in self.days:
-                held.enter_context(STATES.lock(lake, day, pattern=names))
-            return commit_once(STATES, lake, rows, {
-                **metadata, "batch_date": ",".join(d.isoformat() for d in self.days)},
-                app_id, batch_id, mode="overwrite", predicate=predicate,
-                row_group_rows=READ_ROWS)
+                held.enter_context(STATES.lock(self.lake, day, pattern=names))
+            if committed(STATES, self.lake, app_id, batch_id):
+                self.path.unlink()
+                return False
+            if STATES.exists(self.lake) and STATES.files(self.lake, [
+                    ("batch_date", "in", self.days)]):
+                from deltalake import DeltaTable
 
-    def close(self) -> None:
+                DeltaTable(str(STATES.path(self.lake))).delete(
+                    " OR ".join(f"({STATES.day_predicate(d, {'pattern': names})})"
+                                for d in self.days),
+                    commit_properties=commit_properties(meta))
+            return commit_once(STATES, self.lake, [
+                add_action(self.path, self.rel, {}, STATES.schema, "")],  # stats of all
+                meta, app_id, batch_id)
+
+    def abandon(self) -> None:
+        """The batch failed before its commit: the file is no table's."""
         if self._writer is not None:
             self._writer.close()
-        if self._folder is not None:
-            self._folder.cleanup()
-
-    @property
-    def _path(self) -> Path:
-        return Path(self._folder.name) / "states.parquet"
-
+            self.path.unlink(missing_ok=True)
