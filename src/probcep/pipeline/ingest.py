@@ -520,7 +520,9 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
         break
     stamp = F.current_timestamp().alias("ingest_time")
     bad = _unreadable_rows(spark, unreadable, day_of)
-    if records is not None:
+    if records is not None and any(per_file.get(f, (0, 0))[1] != n for f, n in counts.items()):
+        # some record was refused (when every one went to bronze, quarantine has only
+        # the unreadable files, and nothing is read again to find none refused)
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
             .unionByName(bad)
     bad = bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", stamp, "raw")
