@@ -199,6 +199,16 @@ def test_the_report_adds_up_over_every_file(night):
            "aggregation: sum" in line
 
 
+def test_typed_parquet_values_are_quarantined_as_their_text(night):
+    """A Parquet file's typed timestamps and scores are checked as they are; a refused
+    row still shows them as text, as Spark writes them."""
+    _, _, quarantine = night
+    rows = quarantine[quarantine.file == "good.parquet"].set_index("reason")
+    assert rows.ts.tolist() == ["2026-01-01 01:00:00"] * 3
+    assert rows.score.where(rows.score.notna(), None).to_dict() == {
+        "score is NaN": "NaN", "score is not finite": "Infinity", "missing score": None}
+
+
 def test_what_the_columns_cannot_show_is_kept_raw(night):
     _, bronze, quarantine = night
     raw = quarantine.set_index("reason").raw

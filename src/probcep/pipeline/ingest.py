@@ -127,20 +127,22 @@ def landing_files(settings: Settings, day: dt.date) -> list[Path]:
     return files
 
 
-def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
-    """The records of the files (each of its batch day: `day_of`), cached, with the
-    number each file holds, the files that cannot be read (each `Unreadable`) and
-    whether any record is wide. Every
+def read_records(spark, day_of: dict[Path, dt.date], settings: Settings,
+                 unreadable: dict[Path, Unreadable]):
+    """The records of the files (each of its batch day: `day_of`), not cached, with the
+    number each file holds, whether any record is wide and whether all are typed
+    (`Opened.typed`); files that cannot be read are added to `unreadable` (each an
+    `Unreadable`). Every
     record carries its batch day (`batch_date`) and that day's timesteps [`_first`,
     `_stop`), so the days of a backfill are checked in one pass.
 
     Reading a file's header or footer finds most broken files; a file that breaks
     only when Spark reads it further is set aside by the Spark error naming it, and the
-    rest are read again. A file whose text is not UTF-8 (Spark reads such bytes as
-    U+FFFD) is set aside whole as well."""
+    rest are read again (here, or when the checked rows are first read:
+    `checked_files`). A file whose text is not UTF-8 (Spark reads such bytes as U+FFFD)
+    is set aside whole as well."""
     from pyspark.sql import functions as F
 
-    unreadable: dict[Path, Unreadable] = {}
     while True:
         opened = []
         for got in read_files(spark, {p: d for p, d in day_of.items()
@@ -154,11 +156,10 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
                  if o.records is not None}
         frames = [_of_day(records, day, settings) for records, day in scans.values()]
         if not frames:
-            return None, {str(o.path): 0 for o in opened}, unreadable, False
+            return None, {str(o.path): 0 for o in opened}, False, True
         records = frames[0]
         for frame in frames[1:]:
             records = records.unionByName(frame)
-        records = records.cache()
         try:
             counts = {r["source_file"]: (r["n"], r["bad_text"], r["wide"]) for r in
                       records.groupBy("source_file").agg(
@@ -166,19 +167,24 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings):
                           F.sum(F.col("bad_text").cast("long")).alias("bad_text"),
                           F.max(F.col("layout") == "wide").alias("wide")).collect()}
         except Exception as error:  # a file Spark could not read: set it aside, read again
-            records.unpersist()
-            found = unreadable_from_error(error, [o.path for o in opened])
-            if found is None:
-                raise
-            unreadable[found.path] = found
+            _set_aside(error, [o.path for o in opened], unreadable)
             continue
         strange = sorted(set(counts) - {str(o.path) for o in opened})
         if strange:  # the path decoded from Spark's URI is not the one asked for
-            records.unpersist()
             raise IngestError(f"records read from {strange}, not a file of the batch by "
                               f"that name; nothing committed")
         wide = any(w for _, _, w in counts.values())
-        return records, _counted(opened, counts, unreadable), unreadable, wide
+        typed = all(o.typed for o in opened if o.records is not None)
+        return records, _counted(opened, counts, unreadable), wide, typed
+
+
+def _set_aside(error: Exception, files: list[Path], unreadable: dict) -> None:
+    """Adds the file a Spark read error names to `unreadable`; raises `error` when it
+    names none of `files`."""
+    found = unreadable_from_error(error, files)
+    if found is None:
+        raise error
+    unreadable[found.path] = found
 
 
 def _of_day(records, day: dt.date, settings: Settings):
@@ -220,14 +226,17 @@ def _first(cases, otherwise=None):
     return out if otherwise is None else out.otherwise(otherwise)
 
 
-def _score_checks(text, where: str = ""):
-    """(condition, reason) pairs for one score given as text, in the order they are
-    checked."""
+def _score_checks(text, where: str = "", typed=None):
+    """(condition, reason) pairs for one score given as text (or `typed`, a double, when
+    its text is null), in the order they are checked."""
     from pyspark.sql import functions as F
 
     value = text.try_cast("double")
+    missing = text.isNull()
+    if typed is not None:
+        value, missing = F.coalesce(typed, value), missing & typed.isNull()
     inf = F.lit(float("inf"))
-    return [(text.isNull(), f"missing score{where}"),
+    return [(missing, f"missing score{where}"),
             (value.isNull(), f"score is not a number{where}"),
             (F.isnan(value), f"score is NaN{where}"),
             ((value == inf) | (value == -inf), f"score is not finite{where}"),
@@ -247,9 +256,9 @@ def checked(records, settings: Settings, wide_rows: bool = True):
     domain = settings.domain
     first, stop = F.col("_first"), F.col("_stop")
     clock = settings.clock
-    ts = F.try_to_timestamp(F.col("ts"))
+    ts = F.coalesce(F.col("_ts"), F.try_to_timestamp(F.col("ts")))  # typed or text
     t = F.floor((F.unix_micros(ts) - F.lit(clock.epoch_micros)) / F.lit(clock.step_micros))
-    score = F.col("score").try_cast("double")
+    score = F.coalesce(F.col("_score"), F.col("score").try_cast("double"))
     long, wide = F.col("layout") == "long", F.col("layout") == "wide"
     cells = {s: F.col(cell(s)) for s in domain}
     values = {s: c.try_cast("double") for s, c in cells.items()}
@@ -265,11 +274,11 @@ def checked(records, settings: Settings, wide_rows: bool = True):
                                               F.lit("' is not in the domain"))),
         (F.col("stream_id").isNull() | (F.trim("stream_id") == ""), "missing stream_id"),
         (ts.isNull(), "unparseable timestamp"),
-        (~F.col("ts").rlike(DATE_FIRST), "timestamp has no date"),
+        (~F.col("ts").rlike(DATE_FIRST), "timestamp has no date"),  # null when typed
         (t >= stop, "outside batch day"),
         (long & (F.col("symbol").isNull() | ~F.col("symbol").isin(*domain)),
          "unknown symbol"),
-        *[(long & c, r) for c, r in _score_checks(F.col("score"))],
+        *[(long & c, r) for c, r in _score_checks(F.col("score"), typed=F.col("_score"))],
     ]
     for k in range(6 if wide_rows else 0):  # each kind of bad score, then the next, over
         for s in domain:  # every column (an empty cell is "" and a column the row lacks
@@ -291,7 +300,8 @@ def checked(records, settings: Settings, wide_rows: bool = True):
             .withColumn("_total", total)
             .withColumn("renormalized", wide & off_sum & good)
             .withColumn("late", (t < first) & good)
-            .select("*", *[v.alias(f"_value_{s}") for s, v in values.items()]))
+            .select("*", *[v.alias(f"_value_{s}") for s, v in values.items()])
+            .drop("_ts", "_score", "malformed", "bad_text", "_first", "_stop"))
 
 
 def readings(good, domain, wide_rows: bool = True):
@@ -336,6 +346,9 @@ def quarantine_rows(bad, domain):
         "extra", F.create_map().cast("map<string,string>"))), lambda k, v: v.isNotNull())
     raw = F.coalesce("raw", F.when((F.col("layout") == "wide") | F.col("extra").isNotNull(),
                                    F.to_json(every)))
+    # a typed value's text is null (`landing`): it is shown as its text would have been
+    bad = bad.withColumns({c: F.coalesce(c, F.col(f"{c}_typed").cast("string"))
+                           for c in ("ts", "score")})
     return bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", raw.alias("raw"))
 
 
@@ -385,21 +398,36 @@ class Taken:
         return sum(g[2] for g in got), sum(g[3] for g in got)
 
 
-def _taken(good) -> Taken:
+def _per_file(good) -> dict[str, tuple[int, int, int, int]]:
+    """`Taken.per_file`, in one Spark job."""
     from pyspark.sql import functions as F
 
-    per_file = {r["source_file"]: (r["n"], r["records"], r["late"], r["renorm"])
-                for r in good.groupBy("source_file").agg(
-                    F.count(F.lit(1)).alias("n"),
-                    F.sum(F.col("_lead").cast("long")).alias("records"),
-                    F.sum(F.col("late").cast("long")).alias("late"),
-                    F.sum((F.col("_lead") & F.col("renormalized")).cast("long"))
-                    .alias("renorm")).collect()}
-    duplicates = {r["batch_date"]: r["extra"] for r in
-                  good.groupBy("batch_date", "stream_id", "sensor_id", "ts", "symbol", "score")
-                  .count().where("count > 1").groupBy("batch_date")
-                  .agg(F.sum(F.col("count") - 1).alias("extra")).collect()}
-    return Taken(per_file, duplicates)
+    return {r["source_file"]: (r["n"], r["records"], r["late"], r["renorm"])
+            for r in good.groupBy("source_file").agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum(F.col("_lead").cast("long")).alias("records"),
+                F.sum(F.col("late").cast("long")).alias("late"),
+                F.sum((F.col("_lead") & F.col("renormalized")).cast("long"))
+                .alias("renorm")).collect()}
+
+
+def _duplicates(good) -> dict[dt.date, int]:
+    """`Taken.duplicates`. Equal readings hash alike, so a day whose readings' 64-bit
+    hashes are all distinct has none: that is checked first, shuffling a hash per
+    reading rather than the readings; only a batch with a repeated hash (a duplicate, or
+    rarely a collision) is grouped by its readings' columns."""
+    from pyspark.sql import functions as F
+
+    key = ["batch_date", "stream_id", "sensor_id", "ts", "symbol", "score"]
+    parts = int(good.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    hashes = good.select("batch_date", F.xxhash64(*key[1:]).alias("_h")) \
+        .repartition(parts, "_h")  # not one partition (adaptive execution's choice): a
+    # partition's distinct hashes are held in memory, and spilled when they outgrow it
+    if not hashes.groupBy("batch_date", "_h").count().where("count > 1").count():
+        return {}
+    return {r["batch_date"]: r["extra"] for r in
+            good.groupBy(*key).count().where("count > 1").groupBy("batch_date")
+            .agg(F.sum(F.col("count") - 1).alias("extra")).collect()}
 
 
 def conservation(records: dict[str, int], unreadable: dict, taken: dict,
@@ -441,14 +469,16 @@ class CheckedBatch:
     bad: object  # Spark DataFrame in quarantine's columns
     counts: dict  # records per readable file
     unreadable: dict  # Path -> Unreadable
-    cached: tuple = ()  # the cached records, and their checks, behind both frames
+    cached: tuple = ()  # the cached checked rows behind both frames (if cached)
     checks: object = None  # the good rows with their check columns (None: no records)
+    per_file: dict = field(default_factory=dict)  # `Taken.per_file`
 
     @cached_property
     def taken(self) -> Taken:
-        """Counted when first asked (two Spark jobs): ingest's conservation asks, live
-        mode's micro-batches do not."""
-        return _taken(self.checks) if self.checks is not None else Taken({}, {})
+        """The duplicates are counted when first asked (a Spark job with a shuffle):
+        ingest's report asks, live mode's micro-batches do not."""
+        return Taken(self.per_file, _duplicates(self.checks)
+                     if self.checks is not None else {})
 
     def release(self) -> None:
         for frame in self.cached:
@@ -467,17 +497,34 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
     from pyspark.sql import functions as F
 
     domain = settings.domain
-    records, counts, unreadable, wide = read_records(spark, day_of, settings)
+    unreadable: dict[Path, Unreadable] = {}
+    good, cached, per_file = None, (), {}
+    while True:
+        records, counts, wide, typed = read_records(spark, day_of, settings, unreadable)
+        if records is None:
+            break
+        rows = checked(records.where(F.col("source_file").isin(*counts)), settings, wide)
+        # The counts, the suite and both writes read the checked rows. Records parsed
+        # from text are checked once, into a cache; typed records are read and checked
+        # again by each: at 5M readings that costs a few seconds a job, where building
+        # the cache costs 12 s and, once it outgrows the driver's memory, spills.
+        rows = rows if typed else rows.cache()
+        good = readings(rows.where(F.col("reason").isNull()), domain, wide)
+        try:  # the first job to read every record whole: a file breaking here is set aside
+            per_file = _per_file(good)
+        except Exception as error:
+            rows.unpersist()
+            _set_aside(error, [Path(f) for f in counts], unreadable)
+            continue
+        cached = () if typed else (rows,)
+        break
     stamp = F.current_timestamp().alias("ingest_time")
     bad = _unreadable_rows(spark, unreadable, day_of)
-    good, cached = None, ()
-    if records is not None:  # checked once: the counts, the suite and both writes use them
-        rows = checked(records.where(F.col("source_file").isin(*counts)), settings,
-                       wide).cache()
-        cached = (records, rows)
+    if records is not None and any(per_file.get(f, (0, 0))[1] != n for f, n in counts.items()):
+        # some record was refused (when every one went to bronze, quarantine has only
+        # the unreadable files, and nothing is read again to find none refused)
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
             .unionByName(bad)
-        good = readings(rows.where(F.col("reason").isNull()), domain, wide)
     bad = bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", stamp, "raw")
     checks = good
     good = (good if good is not None else spark.createDataFrame(
@@ -485,7 +532,7 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
             "score double, batch_date date, source_file string")) \
         .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
                 "source_file").select(*BRONZE.schema.names)
-    return CheckedBatch(good, bad, counts, unreadable, cached, checks)
+    return CheckedBatch(good, bad, counts, unreadable, cached, checks, per_file)
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:

@@ -18,6 +18,9 @@ A record carries the long layout's text columns (`stream_id`, `sensor_id`, `ts`,
 `symbol`, `score`), one cell per domain symbol for the wide layout (null where the file
 has no such column, `""` where it has one without a value), `extra`: the columns outside
 its layout that hold a value, `malformed` and `raw` for records no parser could split.
+A Parquet column that already has its type (a timestamp `ts`, a double `score` of a
+long file) comes as `_ts` / `_score` instead, its text column null: turning millions of
+values into text only to parse them back is most of what checking them would cost.
 A file that cannot be read at all (an unknown format, a truncated Parquet file, a broken
 compressed stream, text that is not UTF-8) is `Unreadable`: ingest quarantines it as a
 whole, with the reason, and the day's other files still land.
@@ -43,16 +46,23 @@ CORRUPT = "_corrupt_record"
 #: What Java's UTF-8 decoder (the CSV reader) puts where bytes are not UTF-8; Spark's
 #: text reader keeps the bytes instead (`is_valid_utf8` finds them).
 REPLACEMENT = "\ufffd"
+#: Columns a Parquet file may give typed, with their Spark type (see the docstring).
+TYPED = {"ts": "timestamp", "score": "double"}
+#: The Parquet types taken as typed: a timestamp without a time zone (pyarrow's
+#: default) is taken in the session's zone, as its text would be.
+TYPED_FROM = {"ts": {"timestamp", "timestamp_ntz"}, "score": {"double"}}
 
 
 @dataclass(frozen=True)
 class Opened:
-    """A readable file: its records (None for an empty file) and, for Parquet, the row
-    count its footer states."""
+    """A readable file: its records (None for an empty file), for Parquet the row count
+    its footer states, and whether its records are `typed` (no value needs parsing from
+    text: reading them again costs about what reading a cache of them would)."""
 
     path: Path
     records: object  # a Spark DataFrame, or None
     footer_rows: int | None = None
+    typed: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,21 +174,25 @@ def _known(layout: str, domain) -> set[str]:
 
 
 def _records(frame, source, layout, domain, value, present, extra, malformed, raw,
-             bad_text):
+             bad_text, typed: dict | None = None):
     """The common record columns from per-format expressions: `source` the file's path,
     `value(name)` the text of a column, `present(name)` whether the record has it at
-    all."""
+    all, `typed` the typed `ts` and `score` (`TYPED`) of a file whose columns have them
+    (their text columns are then null)."""
     from pyspark.sql import functions as F
+
+    typed = typed or {}
 
     def wide_cell(s):
         return F.when(present(s), F.coalesce(value(s), F.lit("")))
 
     return frame.select(
         source.alias("source_file"), layout.alias("layout"),
-        *[value(c).alias(c) for c in LONG],
+        *[(F.lit(None).cast("string") if c in typed else value(c)).alias(c) for c in LONG],
         *[F.when(layout == "wide", wide_cell(s)).alias(cell(s)) for s in domain],
         extra.alias("extra"), malformed.alias("malformed"), raw.alias("raw"),
-        bad_text.alias("bad_text"))
+        bad_text.alias("bad_text"),
+        *[typed.get(c, F.lit(None)).cast(t).alias(f"_{c}") for c, t in TYPED.items()])
 
 
 def _extra_map(names, value):
@@ -279,16 +293,22 @@ def _parquet(spark, path: Path, domain):
     layout = _layout(names)
     known = _known(layout, domain)
 
-    def value(name):
-        if name not in names:
-            return F.lit(None).cast("string")
-        column = F.col(f"`{name}`")
+    def column(name):
         if name in nanos:  # nanoseconds since 1970 (UTC) to microseconds
-            column = F.timestamp_micros(F.floor(column / 1000))
-        return column.cast("string")
+            return F.timestamp_micros(F.floor(F.col(f"`{name}`") / 1000))
+        return F.col(f"`{name}`")
 
+    def value(name):
+        return column(name).cast("string") if name in names else F.lit(None).cast("string")
+
+    types = {f.name: "timestamp" if f.name in nanos else f.dataType.simpleString()
+             for f in frame.schema}
+    typed = {c: column(c) for c in TYPED
+             if types.get(c) in TYPED_FROM[c] and (layout == "long" or c in KEYS)}
     records = _records(frame, F.lit(str(path)), F.lit(layout), domain, value,
                        lambda name: F.lit(name in names),
                        _extra_map([n for n in names if n not in known], value),
-                       F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(False))
-    return Opened(path, records, meta.num_rows)
+                       F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(False),
+                       typed)
+    return Opened(path, records, meta.num_rows,
+                  set(typed) == ({"ts", "score"} if layout == "long" else {"ts"}))
