@@ -52,3 +52,18 @@ def test_parquet_reads_as_the_frame_does(tmp_path, name):
     assert [(b.stream_id, b.t0) for b in blocks] == [(b.stream_id, b.t0) for b in want[1]]
     for got_block, want_block in zip(blocks, want[1]):
         np.testing.assert_array_equal(got_block.probs, want_block.probs)
+
+
+@pytest.mark.parametrize("ids", [("a", "a\x00b"), ("", "\x00"), ("x\x00", "x")])
+def test_stream_ids_that_differ_after_a_nul_stay_apart(tmp_path, ids):
+    """pandas' factorize hashes a string up to its first NUL: "a" and "a\\x00b" would
+    become one stream (its t repeated)."""
+    f = frame()
+    f["stream_id"] = [ids[1]] * 6 + [ids[0]] * 6
+    domain, blocks = blocks_from_frame(f)
+    assert sorted(b.stream_id for b in blocks) == sorted(ids)
+    assert all(len(b.probs) == 6 for b in blocks)
+    path = tmp_path / "in.parquet"
+    f.to_parquet(path, index=False)
+    _, read = read_blocks(path)
+    assert [(b.stream_id, b.t0) for b in read] == [(b.stream_id, b.t0) for b in blocks]

@@ -67,7 +67,7 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     domain = tuple(str(c) for c in frame.columns if c not in KEY_COLUMNS)
     if not domain:
         raise InputError(f"{source}: no symbol columns besides stream_id and t")
-    codes, uniques = pd.factorize(frame["stream_id"], sort=False)
+    codes, uniques = _factorized(frame["stream_id"])
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
         raise InputError(f"{source}: row {row}: stream_id is missing")
@@ -92,6 +92,17 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
         values = columns.apply(pd.to_numeric, errors="coerce").to_numpy(np.float64)
     return domain, _blocks(domain, names, codes, t.to_numpy(np.int64), values, source,
                            lambda r, c: _plain(frame[domain[c]].iloc[r]))
+
+
+def _factorized(ids: pd.Series) -> tuple[np.ndarray, list]:
+    """pandas' factorize (missing ids coded -1), unless an id holds a NUL character:
+    pandas' hashing stops at it, taking "a" and "a\\x00b" for one stream."""
+    if not any(isinstance(s, str) and "\x00" in s for s in ids):
+        return pd.factorize(ids, sort=False)
+    index: dict = {}
+    codes = np.fromiter((-1 if pd.isna(s) else index.setdefault(s, len(index))
+                         for s in ids), np.int64, len(ids))
+    return codes, list(index)
 
 
 def _ranked(uniques, codes: np.ndarray) -> tuple[list[str], np.ndarray]:
