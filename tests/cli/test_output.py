@@ -7,13 +7,22 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probcep.cli import main
-from probcep.cli.output import MatchLines, group_lines, match_head, sorted_groups, write_groups
+from probcep.cli.output import (
+    MatchLines,
+    group_lines,
+    match_head,
+    sorted_groups,
+    write_groups,
+    write_text,
+)
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
+from probcep.errors import ProbcepError
 
 
 def reference_lines(parts: dict[str, list[GroupColumns]]) -> str:
@@ -115,3 +124,21 @@ def test_many_floats_are_written_as_repr():
     text = b"".join(chunk for sid, c in sorted_groups({"s": [cols]})
                     for chunk in group_lines(sid, c)).decode("ascii")
     assert text == reference_lines({"s": [cols]})
+
+
+def test_a_file_is_written_whole_or_left_as_it_was(tmp_path):
+    out = tmp_path / "groups.jsonl"
+    out.write_text("before\n")
+
+    def failing():
+        yield "first line\n"
+        raise ProbcepError("the engine stopped")
+
+    with pytest.raises(ProbcepError):
+        write_text(failing(), out)
+    assert out.read_text() == "before\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.jsonl"]
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(out)
+    write_text(["after\n"], link)
+    assert link.is_symlink() and out.read_text() == "after\n"

@@ -178,11 +178,25 @@ def write_text(chunks, output: Path | None) -> None:
     """Chunks of ASCII text (str, or bytes-like) into `output` or onto stdout. A full
     disk (or a full pipe target, such as `> /dev/full`) is one error line naming the
     file, never a traceback, and never a second error when Python flushes stdout at
-    exit."""
+    exit. A regular file is written whole or not at all: the text goes to a temporary
+    file beside it, renamed over it at the end, so an error halfway (a full disk, an
+    engine error while lines are streamed) leaves the file as it was."""
     if output is not None:
-        with writing(output), open(output, "wb") as f:
-            for text in chunks:
-                f.write(text.encode("ascii") if isinstance(text, str) else text)
+        shown, output = output, Path(output)
+        output = output.resolve() if output.is_symlink() else output  # the link stays
+        special = output.exists() and not output.is_file()  # /dev/full, a FIFO: as is
+        target = output if special else \
+            output.with_name(f".{output.name}.{os.getpid()}.partial")
+        with writing(shown):
+            try:
+                with open(target, "wb") as f:
+                    for text in chunks:
+                        f.write(text.encode("ascii") if isinstance(text, str) else text)
+                if target != output:
+                    os.replace(target, output)
+            finally:
+                if target != output:
+                    target.unlink(missing_ok=True)
         return
     with writing("<stdout>"):
         try:
