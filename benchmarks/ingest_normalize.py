@@ -6,8 +6,8 @@ job on a local standalone cluster against `local[2]`.
    that reads the same landing files and writes them as Parquet (the least any ingest
    costs), then `ingest_day` and `normalize_day` (the executors write the Delta files,
    the driver commits them). It prints both times, the rate ratio plain / (ingest +
-   normalize) (target >= 0.5), and the Python driver's peak resident memory (target: at
-   10M at most 1.2 x that at 1M) with the JVM's.
+   normalize) (target >= 0.5), and the Python driver's own peak resident memory
+   (`lake_memory.own_peak_mib`; target: at 10M at most 1.2 x that at 1M) with the JVM's.
 2. With `--cluster`, a Spark standalone master and two one-core workers are started on
    127.0.0.1 from the installed pyspark, and the grouping job (`run_grouping`, the
    grouping benchmark's streams) runs on them and on `local[2]`, each in a fresh process,
@@ -23,7 +23,6 @@ import argparse
 import dataclasses
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lake_memory import DAY, write_landing  # noqa: E402
+from lake_memory import DAY, own_peak_mib, write_landing  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,7 +79,7 @@ def measure(lake: Path, landing: Path) -> dict:
     stop.set()
     return {"readings": report.rows, "silver_rows": made.rows, "plain_s": plain - began,
             "ingest_s": ingested - plain, "normalize_s": done - ingested,
-            "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "python_peak_mib": own_peak_mib(),
             "jvm_peak_mib": max(rss, default=0) / 2 ** 20}
 
 
