@@ -59,6 +59,9 @@ class ArchiveSource(Protocol):
 
     def read(self, stream_id: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]: ...
 
+    # optional: `prefetch(plan)`, told the reads to come ({stream: [(lo, hi), ...]}, in
+    # the order they come), so that a source can read many at once; rows never change
+
 
 class Timeline:
     """Stored rows of streams in memory (times sorted, sparse or not); counts what is read."""
@@ -266,7 +269,10 @@ def correlate(correlation: Correlation, transducer: Transducer,
     ranges = {sid: [r for _, r in items if r is not None] for sid, items in todo.items()}
     archive: dict[tuple[str, tuple[int, int]], float] = {}
     silence = np.asarray(source.silence, np.float64)
-    for sid, reads in plan_reads(strategy, correlation, ranges, source, night).items():
+    plan = plan_reads(strategy, correlation, ranges, source, night)
+    if hasattr(source, "prefetch"):
+        source.prefetch(plan)
+    for sid, reads in plan.items():
         pending = sorted(set(ranges.get(sid, [])))
         held_lo, held_hi, held_t, held_p = 0, None, [], []  # the rows held: one span
         for lo, hi in reads:

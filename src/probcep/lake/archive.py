@@ -17,6 +17,10 @@ import numpy as np
 
 from probcep.config.clock import Clock
 
+#: Streams whose planned reads one scan serves (`SilverArchive.prefetch`): what memory
+#: holds at once is their rows over their planned spans.
+PREFETCH_STREAMS = 256
+
 
 class SilverArchive:
     """Rows of silver for correlations over [horizon, end]: `files_of_day(day)` lists a
@@ -30,6 +34,9 @@ class SilverArchive:
         self.reads = self.rows_read = self.files_read = 0
         self._files: dict[dt.date, list[str]] = {}
         self._firsts: dict[dt.date, dict[str, int]] = {}
+        self._plan: list[tuple[str, int, int]] = []  # (stream, span lo, span hi) in order
+        self._at: dict[str, int] = {}
+        self._held: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def day(self, t: int) -> dt.date:
         return (self.clock.epoch + t * self.clock.step).date()
@@ -43,23 +50,68 @@ class SilverArchive:
             self._files[day] = list(self.files_of_day(day))
         return self._files[day]
 
-    def read(self, stream_id: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        import pyarrow.compute as pc
-        import pyarrow.dataset as ds
+    def prefetch(self, plan: dict[str, list[tuple[int, int]]]) -> None:
+        """The reads to come, in order: each stream's are then served from one scan for
+        the next PREFETCH_STREAMS planned streams, not a scan per range (a scan decodes
+        the days' files whatever rows it keeps: over 15 micro-batch files of live mode,
+        0.12 s a range, against 0.16 s for 100 streams at once)."""
+        self._plan = [(sid, min(lo for lo, _ in r), max(hi for _, hi in r))
+                      for sid, r in plan.items() if r]
+        self._at = {sid: i for i, (sid, _, _) in enumerate(self._plan)}
+        self._held = {}
 
+    def read(self, stream_id: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         files = [f for d in self.days(lo, hi) for f in self.files(d)]
         self.reads += 1
         if not files:
             return np.zeros(0, np.int64), np.zeros((0, len(self.domain)))
-        dataset = ds.dataset(files, format="parquet")
-        rows = dataset.to_table(columns=["t", *self.domain], filter=(
-            (ds.field("stream_id") == stream_id) & (ds.field("t") >= lo) & (ds.field("t") <= hi)))
-        rows = rows.take(pc.sort_indices(rows, [("t", "ascending")]))
-        self.rows_read += rows.num_rows
         self.files_read += len(files)
-        probs = np.column_stack([rows[c].to_numpy() for c in self.domain]) if rows.num_rows \
-            else np.zeros((0, len(self.domain)))
-        return rows["t"].to_numpy().astype(np.int64), probs
+        i = self._at.get(stream_id)
+        if i is not None and self._plan[i][1] <= lo and hi <= self._plan[i][2]:
+            if stream_id not in self._held:
+                self._scan(self._plan[i:i + PREFETCH_STREAMS])
+            t, probs = self._held[stream_id]
+            a, b = np.searchsorted(t, lo, "left"), np.searchsorted(t, hi, "right")
+            t, probs = t[a:b], probs[a:b]
+        else:
+            t, probs = self._rows(files, [stream_id], lo, hi)[stream_id]
+        self.rows_read += len(t)
+        return t, probs
+
+    def _scan(self, planned: list[tuple[str, int, int]]) -> None:
+        """Hold the rows of these planned streams over their spans, read in one scan."""
+        lo, hi = min(p[1] for p in planned), max(p[2] for p in planned)
+        files = [f for d in self.days(lo, hi) for f in self.files(d)]
+        got = self._rows(files, [p[0] for p in planned], lo, hi)
+        self._held = {sid: (t[(t >= a) & (t <= b)], probs[(t >= a) & (t <= b)])
+                      for sid, a, b in planned for t, probs in [got[sid]]}
+
+    def _rows(self, files: list[str], streams: list[str], lo: int,
+              hi: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each stream's rows with lo <= t <= hi in the files, sorted by t."""
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+
+        empty = (np.zeros(0, np.int64), np.zeros((0, len(self.domain))))
+        out = dict.fromkeys(streams, empty)
+        if not files:
+            return out
+        rows = ds.dataset(files, format="parquet").to_table(
+            columns=["stream_id", "t", *self.domain],
+            filter=(ds.field("stream_id").isin(streams) if len(streams) > 1 else
+                    ds.field("stream_id") == streams[0])
+            & (ds.field("t") >= lo) & (ds.field("t") <= hi))
+        if not rows.num_rows:
+            return out
+        rows = rows.take(pc.sort_indices(rows, [("stream_id", "ascending"),
+                                                ("t", "ascending")]))
+        ids = rows["stream_id"].to_numpy(zero_copy_only=False)
+        t = rows["t"].to_numpy().astype(np.int64)
+        probs = np.column_stack([rows[c].to_numpy() for c in self.domain])
+        cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        for a, b in zip([0, *cuts], [*cuts, len(ids)]):
+            out[ids[a]] = (t[a:b], probs[a:b])
+        return out
 
     def _first_of_day(self, day: dt.date) -> dict[str, int]:
         """Each stream's first t on a day (reading stream_id and t only)."""
