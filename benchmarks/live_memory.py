@@ -127,12 +127,16 @@ def live_once(config: Path, src: Path, log: Path) -> tuple[float, float, float]:
     return peaks[0] / mib, peaks[1] / mib, time.time() - started
 
 
-def run(name: str, n: int, src: Path, work: Path, args) -> dict:
+def fresh(name: str, n: int, work: Path, args):
+    """A run's folder with its settings, its random generator and the N stream ids."""
     folder = work / f"{name}-{n}"
     folder.mkdir(parents=True)
-    config = settings(folder, args.cache)
-    rng = np.random.default_rng(args.seed)
-    ids = np.array([f"s{i:06d}" for i in range(n)])
+    return (folder, settings(folder, args.cache), np.random.default_rng(args.seed),
+            np.array([f"s{i:06d}" for i in range(n)]))
+
+
+def run(name: str, n: int, src: Path, work: Path, args) -> dict:
+    folder, config, rng, ids = fresh(name, n, work, args)
     landing_file(folder, 0, ids, rng, names=("Room",))  # opens nothing: quiet states
     landing_file(folder, 2, ids[:1], rng, names=("Room",))  # second 0 complete
     build = live_once(config, src, folder / "live.log")
@@ -160,11 +164,7 @@ def midnight(name: str, n: int, src: Path, work: Path, args) -> dict:
 
     from deltalake import DeltaTable
 
-    folder = work / f"{name}-{n}"
-    folder.mkdir(parents=True)
-    config = settings(folder, args.cache)
-    rng = np.random.default_rng(args.seed)
-    ids = np.array([f"s{i:06d}" for i in range(n)])
+    folder, config, rng, ids = fresh(name, n, work, args)
     end = 86_400
     landing_file(folder, end - 2, ids, rng, names=("Door",))
     landing_file(folder, end - 1, ids, rng, names=("Room",))
