@@ -28,7 +28,7 @@ from probcep.engine.correlate import Correlated, dense_rows
 from probcep.engine.grouping import Group
 from probcep.engine.read_plans import ArchiveStats, correlate, match_ends
 from probcep.engine.transducer import Transducer
-from probcep.lake.archive import SilverArchive
+from probcep.lake.archive import SilverArchive, StreamStarts
 from probcep.lake.tables import (
     ARCHIVE_STATS,
     CORRELATION_ALERT_CHANGES,
@@ -104,18 +104,21 @@ def groups_by_stream(rows: pa.Table, c: RegisteredCorrelation) -> dict[str, list
 
 def correlate_groups(ctx: RunContext, day: dt.date, c: RegisteredCorrelation,
                      groups: dict[str, list[Group]], version: int | None,
-                     span: tuple[int, int], stats: bool = True) -> tuple[pa.Table, CorrelateReport]:
+                     span: tuple[int, int], stats: bool = True,
+                     first_ts: StreamStarts | None = None) -> tuple[pa.Table, CorrelateReport]:
     """The rows of one correlation (not yet written, with `day` as their batch date) for
     live groups by stream, the archive being silver at `version`; `span` is the timesteps
     the groups come from (what `active` reads ahead for). The night and live mode both
     come here, so their rows agree. `stats`: let `auto` read and store the statistics
     (live mode does not: silver's version moves every micro-batch, and the statistics
-    are kept per version; pruning never changes a row)."""
+    are kept per version; pruning never changes a row). `first_ts`: streams' first
+    timesteps kept from earlier calls (live mode's micro-batches)."""
     corr = c.correlation
     starts = [g.t_start for gs in groups.values() for g in gs]
     horizon = min([span[0], *starts]) - corr.lookback
     archive = SilverArchive(archive_files(ctx, version), ctx.clock, ctx.domain,
-                            ctx.source.silence(), horizon, max([span[1], *starts]) - corr.gap)
+                            ctx.source.silence(), horizon, max([span[1], *starts]) - corr.gap,
+                            starts=first_ts)
     found = None
     if stats and c.strategy == "auto" and corr.window is not None and corr.min_probability > 0:
         found = archive_stats(ctx, c, archive, version, sorted(groups))

@@ -57,6 +57,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
 from probcep.lake.stream_ranges import Streams
 from probcep.lake.tables import (
@@ -144,6 +145,7 @@ class LiveQuery:
         self.states = LiveStates(ctx.lake, ctx.exact, self.settings.live_cache_streams,
                                  self.settings.live_cache_policy)
         self.day_end: DayEndStates | None = None  # the batch's, until it ends
+        self.first_ts = StreamStarts()  # silver's files are scanned for them once
 
     def start(self, once: bool = False):
         """Start the streaming query; `once`: process what the landing folder holds, in
@@ -344,7 +346,8 @@ class LiveQuery:
             for day, span in spans.items():
                 groups = groups_by_stream(final.filter(pc.equal(final["batch_date"], day)), c)
                 if groups:
-                    table, _ = correlate_groups(ctx, day, c, groups, version, span, stats=False)
+                    table, _ = correlate_groups(ctx, day, c, groups, version, span,
+                                                stats=False, first_ts=self.first_ts)
                     rows.append(table)
                     alerts.append(alert_rows(table, c))
         return pa.concat_tables(rows), pa.concat_tables(alerts)
