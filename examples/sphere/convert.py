@@ -46,6 +46,9 @@ DAY_START = dt.time(10, 0, 0)  # second 0 of a sequence is this time (UTC) of it
 
 # --- truth -----------------------------------------------------------------------------
 # pattern name -> (entering room, visited room, leaving room): the registry's `A B+ C`.
+# A stay counts when the room it was entered from and the room it was left to are these,
+# read off the annotation through FLOOR_PLAN_DOORS (via_room): an annotated change between
+# two rooms that do not adjoin crossed the room joining them.
 EPISODE_RULES = {
     "toilet_visit": ("stairs", "toilet", "stairs"),
     "kitchen_visit": ("hall", "kitchen", "hall"),
@@ -54,6 +57,19 @@ EPISODE_RULES = {
     "bath_visit": ("stairs", "bath", "stairs"),
 }
 MAX_LABEL_GAP_SECONDS = 2.0  # stays further apart than this do not follow one another
+
+# Which rooms open onto which, from the house's floor plan (supplementary/floorplan.pdf).
+# Ground floor: the lounge (`living`), the front room G.02 (presumably `study`; nobody
+# enters it here) and the kitchen open onto the hall, and the staircase rises inside the
+# hall, its foot at the hall's kitchen end; the kitchen's only other door is the garden's.
+# First floor: both bedrooms, the WC (`toilet`) and the bathroom open onto the landing,
+# which the annotators label `stairs` like the staircase. No room opens onto another.
+# So the annotation's `kitchen` -> `stairs` (the second kitchen stay of every sequence),
+# `stairs` -> `living` and `bed1` -> `bath` (00002) each crossed a room it does not name:
+# the hall, the hall, and the landing (which the second annotator of 00002 labels there).
+FLOOR_PLAN_DOORS = (("hall", "living"), ("hall", "study"), ("hall", "kitchen"),
+                    ("hall", "stairs"), ("stairs", "bed1"), ("stairs", "bed2"),
+                    ("stairs", "toilet"), ("stairs", "bath"))
 
 # --- the release's metadata, used when its JSON files are not found --------------------
 DEFAULT_ROOMS = ("bath", "bed1", "bed2", "hall", "kitchen", "living", "stairs", "study",
@@ -348,13 +364,34 @@ def merged_stays(stays: pd.DataFrame) -> pd.DataFrame:
                                  name=("name", "first")).reset_index(drop=True))
 
 
+def via_room(room, annotated):
+    """The room that `room` was entered from (or left to) when the annotation has the
+    stay `annotated` just before (or after) it: `annotated` itself when the two rooms
+    adjoin on the floor plan (FLOOR_PLAN_DOORS); otherwise the walk between them crossed,
+    unannotated, the one room that adjoins both, and that room is returned (`kitchen`
+    and `stairs`: the hall). When no single room joins them (or there is no stay),
+    `annotated` is returned unchanged."""
+    neighbours = {}
+    for a, b in FLOOR_PLAN_DOORS:
+        neighbours.setdefault(a, set()).add(b)
+        neighbours.setdefault(b, set()).add(a)
+    if annotated in neighbours.get(room, ()):
+        return annotated
+    joining = neighbours.get(room, set()) & neighbours.get(annotated, set())
+    return joining.pop() if len(joining) == 1 else annotated
+
+
 def episodes(rec: Recording, day_start: dt.datetime) -> pd.DataFrame:
     """True occurrences of EPISODE_RULES: a stay of the visited room, entered from and left
-    to the given rooms (stays no more than MAX_LABEL_GAP_SECONDS apart).
+    to the given rooms (stays no more than MAX_LABEL_GAP_SECONDS apart). The room entered
+    from is the previous stay's, or the room the walk from it crossed when the two do not
+    adjoin (via_room); the same for the room left to.
 
     An episode runs from the end of the entering stay to the start of the leaving one:
     in timesteps, from the last second in the entering room to the first second in the
-    leaving room, the interval the pattern `A B+ C` matches in the annotated world.
+    leaving room, the interval the pattern `A B+ C` matches in the annotated world. When
+    the leaving room was crossed unannotated, its first second is the first one after the
+    visited room's stay (the start of the annotated next stay); likewise for entering.
     """
     if rec.stays is None:
         return pd.DataFrame(columns=EPISODE_COLUMNS)
@@ -362,9 +399,13 @@ def episodes(rec: Recording, day_start: dt.datetime) -> pd.DataFrame:
     prev, nxt = s.shift(1), s.shift(-1)
     linked = ((s["start"] - prev["end"] <= MAX_LABEL_GAP_SECONDS)
               & (nxt["start"] - s["end"] <= MAX_LABEL_GAP_SECONDS))
+    came_from = pd.Series([via_room(r, a) for r, a in zip(s["name"], prev["name"])],
+                          index=s.index, dtype=object)
+    left_to = pd.Series([via_room(r, a) for r, a in zip(s["name"], nxt["name"])],
+                        index=s.index, dtype=object)
     parts = []
     for pattern, (enter, room, leave) in EPISODE_RULES.items():
-        hit = linked & (prev["name"] == enter) & (s["name"] == room) & (nxt["name"] == leave)
+        hit = linked & (came_from == enter) & (s["name"] == room) & (left_to == leave)
         parts.append(pd.DataFrame({"stream_id": rec.stream_id,
                                    "start": iso(day_start, prev.loc[hit, "end"].to_numpy()),
                                    "end": iso(day_start, nxt.loc[hit, "start"].to_numpy()),

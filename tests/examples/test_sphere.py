@@ -24,9 +24,12 @@ EXAMPLE = ROOT / "examples" / "sphere"
 RAW = Path(os.environ.get("PROBCEP_SPHERE_DIR",
                           ROOT.parent / "shared" / "realdata" / "sphere" / "train"))
 DAYS = ("2026-05-01", "2026-05-06")
-#: At the alerts (threshold 0.5): (true, found, false alarms) per pattern.
-AT_ALERTS = {"toilet_visit": (6, 6, 6), "kitchen_visit": (6, 6, 10),
-             "bed1_visit": (5, 5, 1), "bed2_visit": (6, 6, 0), "bath_visit": (5, 5, 1)}
+#: At the alerts (threshold 0.5): (true, found, false alarms) per pattern. The true
+#: episodes follow convert.py's floor-plan rule: both kitchen stays of every sequence
+#: (the second is annotated as left for the stairs, through the hall), and 00002's bed1
+#: and bath visits (annotated bed1 -> bath, across the landing).
+AT_ALERTS = {"toilet_visit": (6, 6, 6), "kitchen_visit": (12, 12, 4),
+             "bed1_visit": (6, 6, 0), "bed2_visit": (6, 6, 0), "bath_visit": (6, 6, 0)}
 
 pytestmark = [pytest.mark.slow, pytest.mark.soak, pytest.mark.skipif(
     not (RAW / "00001").is_dir(),
@@ -74,14 +77,17 @@ def test_the_best_threshold_of_the_sweep(house, capsys):
     assert [r["threshold"] for r in toilet if r["found"] >= 0.9 * r["true"]
             and r["false_alarms"] <= r["true"] / 2] == [0.65, 0.7, 0.75, 0.8, 0.85, 0.9,
                                                         0.95]
-    kitchen = {r["threshold"]: (r["found"], r["false_alarms"]) for r in rows
-               if r["pattern"] == "kitchen_visit"}
-    # Not met for kitchen visits (README §4): no threshold finds all 6 with <= 3 false
-    # alarms; the second kitchen stay, left through the hall for the stairs, scores as
-    # high as the true visits.
-    assert kitchen[0.65] == (6, 7) and kitchen[0.7] == (5, 6) and kitchen[0.85] == (2, 3)
-    assert not [r for r in rows if r["pattern"] == "kitchen_visit"
-                and r["found"] >= 0.9 * r["true"] and r["false_alarms"] <= r["true"] / 2]
+    kitchen = [r for r in rows if r["pattern"] == "kitchen_visit"]
+    best = min(kitchen, key=lambda r: (-r["found"], r["false_alarms"], r["threshold"]))
+    assert (best["threshold"], best["found"], best["false_alarms"]) == (0.6, 12, 2)
+    # Met for kitchen visits (README §4) from 0.15 to 0.65; the false alarms left are the
+    # kitchen visits before and after the annotated span (00001's two from 0.6 up).
+    assert [r["threshold"] for r in kitchen if r["found"] >= 0.9 * r["true"]
+            and r["false_alarms"] <= r["true"] / 2] == [0.15, 0.2, 0.25, 0.3, 0.35, 0.4,
+                                                        0.45, 0.5, 0.55, 0.6, 0.65]
+    found = {r["threshold"]: (r["found"], r["false_alarms"]) for r in kitchen}
+    assert found[0.1] == (12, 9) and found[0.55] == (12, 3) and found[0.65] == (11, 2)
+    assert found[0.7] == (9, 2) and found[0.85] == (3, 2) and found[0.95] == (0, 1)
 
 
 def test_silver_holds_only_seconds_with_readings(house):

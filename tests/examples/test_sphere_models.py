@@ -69,3 +69,24 @@ def test_pir_rooms_follow_where_the_pir_fires():
     other = convert.Recording("00002", 200, pd.DataFrame({"t": []}),
                               pir.assign(name="stairs", index=2), {}, None, None)
     assert set(convert.pir_readings(other, house, table)["symbol"]) == {"stairs"}
+
+
+def test_the_truth_reads_the_annotation_through_the_floor_plan():
+    # rooms that adjoin are taken as annotated; kitchen and stairs, and bed1 and the
+    # bathroom, do not: the walk between them crossed the hall, and the landing
+    assert convert.via_room("kitchen", "hall") == "hall"
+    assert convert.via_room("kitchen", "stairs") == "hall"
+    assert convert.via_room("bed1", "bath") == "stairs"
+    assert convert.via_room("toilet", "stairs") == "stairs"
+    assert convert.via_room("kitchen", "bed1") == "bed1"  # no one room joins them
+    stays = pd.DataFrame({"start": [0.0, 10.0, 100.0, 120.0, 130.0, 200.0, 300.0],
+                          "end": [10.0, 100.0, 120.0, 130.0, 200.0, 300.0, 310.0],
+                          "name": ["hall", "kitchen", "stairs", "bed1", "bath", "stairs",
+                                   "kitchen"]})
+    rec = convert.Recording("00001", 310, pd.DataFrame({"t": []}), pd.DataFrame(), {},
+                            stays, None)
+    got = convert.episodes(rec, convert.dt.datetime(2026, 5, 1, 10))
+    assert list(zip(got["pattern"], got["start"], got["end"])) == [
+        ("kitchen_visit", "2026-05-01T10:00:10.000", "2026-05-01T10:01:40.000"),
+        ("bed1_visit", "2026-05-01T10:02:00.000", "2026-05-01T10:02:10.000"),
+        ("bath_visit", "2026-05-01T10:02:10.000", "2026-05-01T10:03:20.000")]
