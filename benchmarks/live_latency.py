@@ -4,7 +4,7 @@ process, `local[2]`, trigger `--trigger` seconds); afterwards the lake says when
 file's readings were matched and each alert was written.
 
     .venv/bin/python benchmarks/live_latency.py [--streams 10000] [--minutes 10]
-        [--trigger 10] [--lateness 2] [--warmup 60] [--correlation] [--keep DIR]
+        [--trigger 10] [--lateness 2] [--warmup 60] [--correlation [--lookback 1h]] [--keep DIR]
 
 Per file: its write (the rename into the landing folder) to the commit of the first
 micro-batch whose `complete_until` passes the file's second (its readings are in silver
@@ -20,12 +20,12 @@ two trigger intervals before the end was matched.
 One exact pattern ("Door Room+ Door", complete, θ 0.01, window 12, alert ≥ 0.2); a
 share `--matching` of the streams walks Door, Room x6, Door, the others read Hallway.
 With `--correlation` a correlation is registered too ("Room Door" in the archive of the
-hour before each visit, docs/semantics.md §8), and the time each micro-batch spent on it
-(the `correlate` phase of its log line) is reported. Prints the figures with the
-machine's load (`uptime`) before and after. The files of the first `--warmup` seconds
-are written and processed but left out of the figures (their latencies are printed
-apart): a live process's first micro-batches compile Spark's and the engine's code, a
-cost it pays once, not every day it runs.
+hour, or `--lookback`, before each visit, docs/semantics.md §8), and the time each
+micro-batch spent on it (the `correlate` phase of its log line) is reported. Prints the
+figures with the machine's load (`uptime`) before and after. The files of the first
+`--warmup` seconds are written and processed but left out of the figures (their
+latencies are printed apart): a live process's first micro-batches compile Spark's and
+the engine's code, a cost it pays once, not every day it runs.
 """
 
 from __future__ import annotations
@@ -55,12 +55,13 @@ patterns:
 CORRELATION = """
 correlations:
   door_before_visit: {live: room_visit, archive_pattern: "Room Door", archive_window: 2,
-                      lookback: 1h, gap: 2, min_probability: 0.05, alert_threshold: 0.05}
+                      lookback: LOOKBACK, gap: 2, min_probability: 0.05, alert_threshold: 0.05}
 """
 
 
 def settings(folder: Path, args) -> Path:
-    (folder / "patterns.yaml").write_text(REGISTRY + (CORRELATION if args.correlation else ""))
+    (folder / "patterns.yaml").write_text(
+        REGISTRY + (CORRELATION.replace("LOOKBACK", args.lookback) if args.correlation else ""))
     path = folder / "probcep.yaml"
     path.write_text(
         f"lake_root: {folder / 'lake'}\nlanding_dir: {folder / 'landing'}\n"
@@ -123,6 +124,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--correlation", action="store_true",
                     help="register a correlation and time its phase")
+    ap.add_argument("--lookback", default="1h", help="the correlation's lookback")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
     ap.add_argument("--report", type=Path, help="only report on this kept folder's run")

@@ -36,6 +36,8 @@ class StreamStarts:
         self._days: dict[dt.date, tuple[frozenset[str], dict[str, int]]] = {}
 
     def of_day(self, day: dt.date, files: list[str]) -> dict[str, int]:
+        if not files:
+            return {}
         held = self._days.pop(day, None)
         have = frozenset(files)
         if held is not None and held[0] <= have:
@@ -70,6 +72,7 @@ class SilverArchive:
         self.reads = self.rows_read = self.files_read = 0
         self._files: dict[dt.date, list[str]] = {}
         self.starts = StreamStarts() if starts is None else starts
+        self._firsts: dict[dt.date, dict[str, int]] = {}
         self._plan: list[tuple[str, int, int]] = []  # (stream, span lo, span hi) in order
         self._at: dict[str, int] = {}
         self._held: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -164,7 +167,9 @@ class SilverArchive:
 
     def _first_of_day(self, day: dt.date) -> dict[str, int]:
         """Each stream's first t on a day (reading stream_id and t only, once a file)."""
-        return self.starts.of_day(day, self.files(day))
+        if day not in self._firsts:
+            self._firsts[day] = self.starts.of_day(day, self.files(day))
+        return self._firsts[day]
 
     def stream_ids(self) -> list[str]:
         """Streams with a row between the horizon and the end."""

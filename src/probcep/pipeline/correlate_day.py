@@ -131,12 +131,16 @@ def correlate_groups(ctx: RunContext, day: dt.date, c: RegisteredCorrelation,
 
 def archive_files(ctx: RunContext, version: int | None):
     """A day's silver files at the pinned version (the source's own files when silver is
-    not a Delta table)."""
+    not a Delta table). The table's log is read once, not once a day: finding a stream's
+    first reading walks back day by day."""
     if version is None:
         return ctx.source.files
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(SILVER.path(ctx.lake)), version=version)
 
     def files_of_day(d: dt.date) -> list[str]:
-        return SILVER.files(ctx.lake, [("date", "=", d.isoformat())], version=version)
+        return table.file_uris([("date", "=", d.isoformat())])
     return files_of_day
 
 
@@ -156,7 +160,8 @@ def check_correlations(frame, docs_dir=None, *, day: str | None = None,
 def correlation_rows(rows: list[Correlated], c: RegisteredCorrelation, day: dt.date,
                      ctx: RunContext, version: int | None) -> pa.Table:
     n = len(rows)
-    data = {k: [r.as_dict()[k] for r in rows] for k in (
+    dicts = [r.as_dict() for r in rows]
+    data = {k: [d[k] for d in dicts] for k in (
         "stream_id", "t_start", "t_first", "t_end", "n_matches", "max_match_probability",
         "live_probability", "archive_probability", "r_lo", "r_hi", "probability")}
     clock = ctx.clock
