@@ -80,3 +80,20 @@ def test_stream_starts_kept_across_archives_equal_a_fresh_scan(tmp_path, seed):
         assert fresh == {sid: min(t for f in listed for sid2, t in zip(
             *[pq.read_table(f)[c].to_pylist() for c in ("stream_id", "t")]) if sid2 == sid)
             for sid in fresh}
+
+
+def test_stream_starts_scan_each_file_once(tmp_path):
+    """Files already scanned are not read again, however many empty days are asked for
+    in between (walking back to the clock's epoch): the files are deleted, and asking
+    again still answers."""
+    from probcep.lake.archive import STARTS_DAYS, StreamStarts
+
+    files = silver(tmp_path, np.random.default_rng(0))
+    day = min(files)
+    kept = StreamStarts()
+    first = dict(kept.of_day(day, files[day]))
+    for k in range(1, 3 * STARTS_DAYS):
+        assert kept.of_day(day - dt.timedelta(k), []) == {}
+    for f in files[day]:
+        (tmp_path / f).unlink()
+    assert kept.of_day(day, files[day]) == first and first
