@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--correlation", action="store_true",
                     help="register a correlation and time its phase")
-    ap.add_argument("--lookback", default="1h", help="the correlation's lookback")
+    ap.add_argument("--lookback", default="1h", help="the correlation's lookback (e.g. 1h, 5min)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
     ap.add_argument("--report", type=Path, help="only report on this kept folder's run")
