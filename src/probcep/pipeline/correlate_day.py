@@ -140,7 +140,7 @@ def archive_files(ctx: RunContext, version: int | None):
     table = DeltaTable(str(SILVER.path(ctx.lake)), version=version)
 
     def files_of_day(d: dt.date) -> list[str]:
-        return table.file_uris([("date", "=", d.isoformat())])
+        return table.file_uris(file_pruning_predicate=[("date", "=", d.isoformat())])
     return files_of_day
 
 
