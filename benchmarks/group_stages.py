@@ -58,13 +58,16 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=2015)
+    parser.add_argument("--output", type=Path, help="where the command writes (default: a "
+                        "new file in a temporary folder; /dev/null leaves the disk out)")
     args = parser.parse_args()
     stream._read = timed("reader thread", stream._read)
     stream._match = timed("engine thread", stream._match)
     stream._Formatter.run = timed("formatter + writer thread", stream._Formatter.run)
     probs = synthetic_stream(args.timesteps, np.random.default_rng(args.seed))
     with tempfile.TemporaryDirectory() as tmp:
-        data, out = Path(tmp) / "stream.parquet", Path(tmp) / "out.jsonl"
+        data = Path(tmp) / "stream.parquet"
+        out = args.output or Path(tmp) / "out.jsonl"
         write_stream(probs, data)
         for policy in ("single", "complete"):
             query = Query.build(PATTERN, DOMAIN, policy=policy, threshold=0.01, window=50)

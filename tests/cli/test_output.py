@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -142,3 +145,38 @@ def test_a_file_is_written_whole_or_left_as_it_was(tmp_path):
     link.symlink_to(out)
     write_text(["after\n"], link)
     assert link.is_symlink() and out.read_text() == "after\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.jsonl", "link.jsonl"]
+
+
+def test_an_earlier_file_is_moved_aside_not_renamed_over(tmp_path, monkeypatch):
+    """The finished file never replaces an existing one by one rename (on ext4 that
+    starts writing it to disk on the spot); a failed move puts the earlier one back."""
+    out = tmp_path / "groups.jsonl"
+    out.write_text("before\n")
+    renames = []
+    real = os.rename
+
+    def rename(src, dst):
+        renames.append((Path(src).name, Path(dst).name, Path(dst).exists()))
+        real(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(os, "replace", None)  # not used
+    write_text(["after\n"], out)
+    assert out.read_text() == "after\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.jsonl"]
+    assert not any(exists for _, _, exists in renames) and len(renames) == 2
+
+    def failing(src, dst):
+        if str(src).endswith(".partial"):
+            raise OSError(errno.EXDEV, "cross-device link")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "rename", failing)
+    with pytest.raises(OSError, match="cross-device"):  # not one `writing` words
+        write_text(["later\n"], out)
+    assert out.read_text() == "after\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.jsonl"]
+    monkeypatch.setattr(os, "rename", real)
+    write_text(["new\n"], tmp_path / "new.jsonl")  # nothing to move aside
+    assert (tmp_path / "new.jsonl").read_text() == "new\n"

@@ -179,8 +179,9 @@ def write_text(chunks, output: Path | None) -> None:
     disk (or a full pipe target, such as `> /dev/full`) is one error line naming the
     file, never a traceback, and never a second error when Python flushes stdout at
     exit. A regular file is written whole or not at all: the text goes to a temporary
-    file beside it, renamed over it at the end, so an error halfway (a full disk, an
-    engine error while lines are streamed) leaves the file as it was."""
+    file beside it, moved into place at the end (`_move_into_place`), so an error
+    halfway (a full disk, an engine error while lines are streamed) leaves the file as
+    it was."""
     if output is not None:
         shown, output = output, Path(output)
         output = output.resolve() if output.is_symlink() else output  # the link stays
@@ -193,7 +194,7 @@ def write_text(chunks, output: Path | None) -> None:
                     for text in chunks:
                         f.write(text.encode("ascii") if isinstance(text, str) else text)
                 if target != output:
-                    os.replace(target, output)
+                    _move_into_place(target, output)
             finally:
                 if target != output:
                     target.unlink(missing_ok=True)
@@ -206,6 +207,29 @@ def write_text(chunks, output: Path | None) -> None:
         except OSError:
             _drop_stdout()
             raise
+
+
+def _move_into_place(done: Path, output: Path) -> None:
+    """Rename the finished `done` to `output`, an earlier `output` first renamed aside
+    and removed after. Renaming straight over an existing file makes ext4 start writing
+    the new file's data to disk then and there (its `auto_da_alloc` guard against
+    truncated files after a crash): 9.5 ms for 21 MiB here, a seventh of `probcep
+    group`'s time on a million timesteps (docs/performance.md §1). Nothing here is
+    synced, so power-loss durability is not promised either way; between the two
+    renames (two system calls) `output` does not exist."""
+    aside = done.with_name(done.name[: -len(".partial")] + ".old")
+    try:
+        os.rename(output, aside)
+    except FileNotFoundError:
+        aside = None
+    try:
+        os.rename(done, output)
+    except BaseException:
+        if aside is not None:
+            os.rename(aside, output)
+        raise
+    if aside is not None:
+        aside.unlink(missing_ok=True)
 
 
 def _drop_stdout() -> None:
