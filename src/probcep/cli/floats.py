@@ -49,9 +49,9 @@ _FRACTION, _EXPONENT = np.uint64((1 << 52) - 1), np.uint64(0x7FF)
 
 @intrinsic
 def _mul128(typingctx, a, b):
-    """The 128-bit product of two uint64, as (high, low): one widening multiply (Numba
-    has no 128-bit integers; four 32-bit products and their carries cost twice the
-    whole float's time)."""
+    """The 128-bit product of two uint64, as (high, low): one widening multiply, which
+    Numba's integer types cannot express (four 32-bit products and their carries made
+    `repr` of a double 35.1 ns here, this 32.5 ns)."""
     sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64)
 
     def codegen(context, builder, signature, args):

@@ -217,7 +217,7 @@ def _move_into_place(done: Path, output: Path) -> None:
     group`'s time on a million timesteps (docs/performance.md §1). Nothing here is
     synced, so power-loss durability is not promised either way; between the two
     renames (two system calls) `output` does not exist."""
-    aside = done.with_name(done.name[: -len(".partial")] + ".old")
+    aside = done.with_suffix(".old")  # .NAME.PID.old
     try:
         os.rename(output, aside)
     except FileNotFoundError:
