@@ -53,3 +53,18 @@ def test_wide_sum_and_symbol_names_are_checked(tmp_path):
     path.write_text(base + "domain: [A, score]\n")  # a symbol named like a reading column
     with pytest.raises(SettingsError, match="'domain'.*not one of"):
         load_settings(path, env={})
+
+
+def test_folders_of_a_settings_file_named_relatively_are_absolute(tmp_path, monkeypatch):
+    # Spark names the landing files it read by absolute path; ingest matches them to
+    # the files it asked for, so a relative landing folder quarantined nothing and
+    # refused the batch ("not a file of the batch by that name")
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "s.yaml").write_text(
+        "lake_root: ../lake\nlanding_dir: ../land\nregistry: p.yaml\ntimestep_seconds: 60\n"
+        "epoch: '2026-01-01T00:00:00'\ndomain: [A]\n")
+    monkeypatch.chdir(tmp_path)
+    loaded = load_settings("cfg/s.yaml", env={})
+    assert loaded.landing_dir == tmp_path / "land"
+    assert loaded.lake_root == tmp_path / "lake"
+    assert loaded.registry == tmp_path / "cfg" / "p.yaml"

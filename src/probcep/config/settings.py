@@ -198,9 +198,9 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     if master is not None and not isinstance(master, str):
         fail("spark_master", f"must be a Spark master URL, got {master!r}")
 
-    def where(name, folder=base):
+    def where(name, folder=base):  # absolute: Spark names the files it read so
         p = Path(str(v.get(name)))
-        return p if p.is_absolute() else Path(os.path.normpath(folder / p))
+        return p if p.is_absolute() else Path(os.path.abspath(folder / p))
 
     return Settings(
         lake_root=where("lake_root", lake_base), landing_dir=where("landing_dir"),
