@@ -241,19 +241,26 @@ def staged_days(frame, table: Table, lake, days, target_file_size: int | None = 
     from pyspark.sql import functions as F
 
     schema = frame.limit(0).toArrow().schema
+    options = spark_parquet_options(schema, target_file_size)
+    day_text = F.col(table.day_column).cast("string")
     with staging_folder(table.path(lake)) as folder:
-        frame.withColumn(DAY_FOLDER, F.col(table.day_column).cast("string")) \
-            .write.options(**spark_parquet_options(schema, target_file_size)) \
-            .partitionBy(DAY_FOLDER).parquet(str(folder))
+        if len(days) == 1:  # straight into the day's folder: partitionBy would sort the
+            # rows by day first, and spill them to disk once they outgrow the memory
+            only = days[0].isoformat()
+            frame.where(day_text == only).write.options(**options) \
+                .parquet(str(folder / f"{DAY_FOLDER}={only}"))
+        else:
+            frame.withColumn(DAY_FOLDER, day_text).write.options(**options) \
+                .partitionBy(DAY_FOLDER).parquet(str(folder))
         found = [p for p in folder.glob(f"{DAY_FOLDER}=*") if _parts(p)]
         prints = day_fingerprints(frame.sparkSession.read.parquet(str(folder)),
                                   DAY_FOLDER) if found else {}
+        names = [c for c in frame.columns if c not in RUN_COLUMNS]
         folders = {}
         for day in days:
             sub = folder / f"{DAY_FOLDER}={day.isoformat()}"
             sub.mkdir(exist_ok=True)
-            fp = prints.get(day.isoformat()) or _fingerprint(
-                frame.schema, [c for c in frame.columns if c not in RUN_COLUMNS], 0, 0, 0)
+            fp = prints.get(day.isoformat()) or _fingerprint(frame.schema, names, 0, 0, 0)
             (sub / FINGERPRINT_FILE).write_text(json.dumps({"fingerprint": fp}))
             folders[day] = sub
         yield StagedDays(schema, folder, folders)
