@@ -47,6 +47,12 @@ PARQUET = parquet_bytes(pa.table({  # NaN stays NaN (pandas would write a null)
     "stream_id": ["p"] * 4, "ts": pd.to_datetime(["2026-01-01T01:00:00"] * 4),  # in ns
     "symbol": ["Door", "Room", "Door", "Hallway"],
     "score": [0.5, float("nan"), float("inf"), None]}))
+#: Another long Parquet file of the same schema.
+PARQUET_Q = parquet_bytes(pa.table({
+    "stream_id": ["q"] * 2, "ts": pd.to_datetime(["2026-01-01T01:00:00"] * 2),
+    "symbol": ["Door", "Moon"], "score": [0.25, 0.5]}))
+#: Its footer intact, its first page header overwritten: found when Spark reads it.
+BROKEN_PAGES = PARQUET_Q[:4] + b"\xff" * 24 + PARQUET_Q[28:]
 BIG_CSV = LONG + "".join(f"g,r1,2026-01-01T02:{m:02d}:00,Room,1\n" for m in range(60))
 #: Long enough that its header decompresses from the first half of its gzip stream:
 #: the truncation is found by Spark, reading on.
@@ -118,6 +124,10 @@ KINDS = {
     "odd name #1 + é 100%.csv": (LONG + good("o"), 1, 1, 1, {}),
     "good.parquet": (PARQUET, 4, 1, 1, {"score is NaN": 1, "score is not finite": 1,
                                          "missing score": 1}),
+    # a name a URI escapes, and a file Spark fails to read past its footer
+    "odd name #2 + é 100%.parquet": (PARQUET_Q, 2, 1, 1, {"unknown symbol": 1}),
+    "broken_pages.parquet": (BROKEN_PAGES, 1, 0, 0,
+                             {"unreadable file: broken or truncated file": 1}),
     "truncated.parquet": (PARQUET[: len(PARQUET) // 2], 1, 0, 0,
                           {"unreadable file: not a Parquet file, or truncated": 1}),
     "not_gzip.csv.gz": (b"this is not gzip\n", 1, 0, 0,
