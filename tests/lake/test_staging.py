@@ -1,7 +1,7 @@
-"""Staging a day by Spark's executors: one day is written straight into its folder and
-fingerprinted on the way, several days by partition and fingerprinted by reading them
-back. Both give a day the same files' rows and the same fingerprint, which is what lets
-a nightly rerun of a day that a backfill wrote commit nothing."""
+"""Staging a day by Spark's executors: one day is written straight into its folder,
+several days by partition (`partitionBy`); both are fingerprinted by reading the staged
+rows back. Both give a day the same rows and the same fingerprint, which is what lets a
+nightly rerun of a day that a backfill wrote commit nothing."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def bronze_rows(spark, days, n: int = 40, run: str = "r1"):
     return spark.createDataFrame(rows, BRONZE.schema.names).select(*BRONZE.schema.names)
 
 
-def staged(spark, tmp_path, frame, days):
+def staged(tmp_path, frame, days):
     """{day: (fingerprint, rows as sorted tuples)} of `frame` staged for `days`."""
     out = {}
     with staged_days(frame, BRONZE, tmp_path, days) as rows:
@@ -46,22 +46,22 @@ def staged(spark, tmp_path, frame, days):
 
 
 def test_one_day_and_several_days_stage_the_same_rows_and_fingerprints(spark, tmp_path):
-    both = staged(spark, tmp_path, bronze_rows(spark, DAYS), DAYS)
-    alone = staged(spark, tmp_path, bronze_rows(spark, DAYS[:1]), DAYS[:1])
+    both = staged(tmp_path, bronze_rows(spark, DAYS), DAYS)
+    alone = staged(tmp_path, bronze_rows(spark, DAYS[:1]), DAYS[:1])
     assert set(alone) == {DAYS[0]}
     assert alone[DAYS[0]] == both[DAYS[0]]
     assert len(both[DAYS[0]][1]) == 41 and both[DAYS[0]][0] != both[DAYS[1]][0]
     # the run's own columns are not part of the fingerprint; the rows are
-    rerun = staged(spark, tmp_path, bronze_rows(spark, DAYS[:1], run="r2"), DAYS[:1])
+    rerun = staged(tmp_path, bronze_rows(spark, DAYS[:1], run="r2"), DAYS[:1])
     assert rerun[DAYS[0]][0] == alone[DAYS[0]][0]
-    fewer = staged(spark, tmp_path, bronze_rows(spark, DAYS[:1], n=39), DAYS[:1])
+    fewer = staged(tmp_path, bronze_rows(spark, DAYS[:1], n=39), DAYS[:1])
     assert fewer[DAYS[0]][0] != alone[DAYS[0]][0]
 
 
 def test_one_day_stages_only_its_rows_and_an_empty_day_stages_none(spark, tmp_path):
     frame = bronze_rows(spark, DAYS)
-    second = staged(spark, tmp_path, frame, DAYS[1:])
-    assert second[DAYS[1]] == staged(spark, tmp_path, frame, DAYS)[DAYS[1]]
-    empty = staged(spark, tmp_path, frame.limit(0), DAYS[:1])
-    nothing = staged(spark, tmp_path, frame.limit(0), DAYS)
+    second = staged(tmp_path, frame, DAYS[1:])
+    assert second[DAYS[1]] == staged(tmp_path, frame, DAYS)[DAYS[1]]
+    empty = staged(tmp_path, frame.limit(0), DAYS[:1])
+    nothing = staged(tmp_path, frame.limit(0), DAYS)
     assert empty[DAYS[0]][1] == [] and empty[DAYS[0]] == nothing[DAYS[0]]

@@ -198,7 +198,7 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     if master is not None and not isinstance(master, str):
         fail("spark_master", f"must be a Spark master URL, got {master!r}")
 
-    def where(name, folder=base):  # absolute: Spark names the files it read so
+    def where(name, folder=base):  # absolute, as Spark names the files it read
         p = Path(str(v.get(name)))
         return p if p.is_absolute() else Path(os.path.abspath(folder / p))
 
