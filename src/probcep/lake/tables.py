@@ -85,12 +85,17 @@ class Table:
         """The files of the current snapshot (or of `version`) that may hold rows matching
         `filters` (partition values select files exactly; other columns prune by Delta's
         min/max statistics)."""
+        return self.file_lister(lake, version)(filters)
+
+    def file_lister(self, lake, version: int | None = None):
+        """`files` as a function of `filters` over one snapshot, whose log is read once
+        however many times it is asked (a walk back day by day asks once a day)."""
         from deltalake import DeltaTable
 
         if not self.exists(lake):
-            return []
-        return DeltaTable(str(self.path(lake)), version=version).file_uris(
-            file_pruning_predicate=filters or None)
+            return lambda filters=None: []
+        table = DeltaTable(str(self.path(lake)), version=version)
+        return lambda filters=None: table.file_uris(file_pruning_predicate=filters or None)
 
     def scan(self, lake, filters=None, where: pc.Expression | None = None,
              columns: Sequence[str] | None = None,

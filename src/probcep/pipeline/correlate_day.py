@@ -135,12 +135,10 @@ def archive_files(ctx: RunContext, version: int | None):
     first reading walks back day by day."""
     if version is None:
         return ctx.source.files
-    from deltalake import DeltaTable
-
-    table = DeltaTable(str(SILVER.path(ctx.lake)), version=version)
+    listed = SILVER.file_lister(ctx.lake, version)
 
     def files_of_day(d: dt.date) -> list[str]:
-        return table.file_uris(file_pruning_predicate=[("date", "=", d.isoformat())])
+        return listed([("date", "=", d.isoformat())])
     return files_of_day
 
 
