@@ -1,6 +1,6 @@
 """Where `probcep group`'s time goes on Parquet: each thread of the streamed path (issue 17).
 
-    PYTHONPATH=src .venv/bin/python benchmarks/group_stages.py [--timesteps N] [--repeat R]
+    PYTHONPATH=src .venv/bin/python benchmarks/group_stages.py [--timesteps N ...] [--repeat R]
 
 On the benchmark stream of engine_speed.py (θ = 0.01, w = 50, both policies), in one
 process: the engine alone (data in memory), then the command end to end (in-process,
@@ -8,7 +8,10 @@ after an untimed run), with the wall and CPU time of each of its threads (reader
 engine, formatter and writer) and of the whole process. The medians of R runs are
 printed, with the load average: on two shared cores, the walls mean little above a load
 of about 1. What the threads' CPU adds up to, halved, is the best wall two idle cores
-could give.
+could give. With two stream lengths (`--timesteps 1000000 10000000`), it also prints what
+the longer adds over the shorter, the engine's against the command's: the ratio without
+the command's cost per run (opening the file, the first batch, the last lines, the move
+into place), which a million timesteps do not amortize.
 """
 
 from __future__ import annotations
@@ -55,7 +58,9 @@ def clock(fn) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timesteps", type=int, default=1_000_000)
+    parser.add_argument("--timesteps", type=int, nargs="+", default=[1_000_000],
+                        help="stream lengths; with two or more, also the ratio of what the "
+                        "longest adds over the shortest (the per-run fixed cost left out)")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--seed", type=int, default=2015)
     parser.add_argument("--output", type=Path, help="where the command writes (default: a "
@@ -64,7 +69,24 @@ def main() -> None:
     stream._read = timed("reader thread", stream._read)
     stream._match = timed("engine thread", stream._match)
     stream._Formatter.run = timed("formatter + writer thread", stream._Formatter.run)
-    probs = synthetic_stream(args.timesteps, np.random.default_rng(args.seed))
+    walls: dict[tuple[str, int], tuple[float, float]] = {}
+    for n in sorted(args.timesteps):
+        walls.update(measure(n, args))
+    sizes = sorted(args.timesteps)
+    if len(sizes) > 1:
+        lo, hi = sizes[0], sizes[-1]
+        print(f"\nwhat {hi:,} timesteps add over {lo:,} (medians, wall):")
+        for policy in ("single", "complete"):
+            (e0, c0), (e1, c1) = walls[policy, lo], walls[policy, hi]
+            print(f"  {policy:8} engine {(e1 - e0) * 1e3:7.1f} ms, probcep group "
+                  f"{(c1 - c0) * 1e3:7.1f} ms: group / engine {(e1 - e0) / (c1 - c0):.2f}")
+
+
+def measure(timesteps: int, args) -> dict[tuple[str, int], tuple[float, float]]:
+    """Print both policies' table for a stream of `timesteps`; their median walls (s),
+    the engine's and the command's, by (policy, timesteps)."""
+    walls = {}
+    probs = synthetic_stream(timesteps, np.random.default_rng(args.seed))
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "stream.parquet"
         out = args.output or Path(tmp) / "out.jsonl"
@@ -86,7 +108,7 @@ def main() -> None:
             for _ in range(args.repeat):
                 alone.append(clock(engine))
                 whole.append(clock(lambda argv=argv: cli(argv)))
-            print(f"\n{policy}, {args.timesteps:,} timesteps, load average {load:.2f} before, "
+            print(f"\n{policy}, {timesteps:,} timesteps, load average {load:.2f} before, "
                   f"{os.getloadavg()[0]:.2f} after; medians of {args.repeat}, ms wall (CPU)")
             rows = [("engine alone", alone), ("probcep group, whole process", whole),
                     *RECORD.items()]
@@ -99,6 +121,8 @@ def main() -> None:
             print(f"  group / engine: {e[0] / w[0]:.2f} by wall ({e[1] / w[1]:.2f} by CPU); "
                   f"threads' CPU {threads:.1f} ms, halved {threads / 2:.1f}: at best "
                   f"{e[1] / max(e[1], threads / 2):.2f} on two idle cores (engine's CPU / that)")
+            walls[policy, timesteps] = (e[0] / 1e3, w[0] / 1e3)
+    return walls
 
 
 if __name__ == "__main__":
