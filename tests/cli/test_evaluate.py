@@ -63,7 +63,8 @@ def test_alerts_against_the_episodes(lake, capsys):
          "false_alarms": 0}]
     text = run(lake, capsys)
     assert "np." not in text and "room_visit: 3 true episodes: 1 alerted, 2 missed" in text
-    assert "(50, 60)" in text  # the best group of the second episode, below the threshold
+    # the best group of the second episode, below the threshold, in UTC times (minutes)
+    assert "2026-01-01 00:52:00 to 00:58:00 2026-01-01 00:50:00 to 01:00:00" in text
 
 
 def test_a_threshold_and_a_sweep(lake, capsys, tmp_path):

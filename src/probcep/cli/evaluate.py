@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.sweep:
         for name, card in cards.items():
             print(f"\n{name}: {card.summary()}; best group per episode:")
-            print(card.episodes.to_string(index=False))
+            print(card.shown(ctx.clock).to_string(index=False, na_rep=""))
     if args.plot:
         print(f"wrote {plot_sweep(args.plot, rows)}", file=sys.stderr)
     return 0

@@ -47,6 +47,26 @@ class Scorecard:
         return (f"{len(self.episodes)} true episodes: {self.found} alerted, "
                 f"{self.missed} missed; {len(self.false_alarms)} false alarms")
 
+    def shown(self, clock: Clock) -> pd.DataFrame:
+        """The per-episode table for people: each span (episode, best group) as the
+        times its first and last timesteps start (UTC) instead of timestep numbers."""
+        def span(pair) -> str:
+            if pair is None:
+                return ""
+            first, last = (clock.time(t).replace(tzinfo=None) for t in pair)
+            same_day = first.date() == last.date()
+            return f"{_when(first)} to {_when(last, with_day=not same_day)}"
+
+        table = self.episodes.copy()
+        table["episode"] = table["episode"].map(span)
+        table["group"] = table["group"].map(span)
+        return table
+
+
+def _when(ts, with_day: bool = True) -> str:
+    text = ts.isoformat(sep=" ") if ts.microsecond else ts.isoformat(sep=" ", timespec="seconds")
+    return text if with_day else text.split(" ")[1]
+
 
 def score(episodes: pd.DataFrame, groups: pd.DataFrame, alerts: pd.DataFrame) -> Scorecard:
     """One pattern's episodes (stream_id, t_start, t_end) against its groups and alerts
