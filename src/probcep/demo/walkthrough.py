@@ -53,7 +53,7 @@ def run_demo(ctx):
         echo(f"\n{VISIT_PATTERN} against the true visits: {card.summary()}")
         echo("true visit -> most probable group overlapping it (as in the grouping paper's "
              "real-data table):")
-        echo(card.shown(ctx.clock).head(10).to_string(index=False))
+        echo(card.shown(ctx.clock).head(10).to_string(index=False, na_rep=""))
     if VISIT_PATTERN in [p.name for p in ctx.exact]:
         show_correlation(ctx, days, groups)
     echo(f"\ntables under {lake}: {', '.join(t.name for t in CATALOG if t.exists(lake))}")
