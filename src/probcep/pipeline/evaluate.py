@@ -54,18 +54,14 @@ class Scorecard:
             if pair is None:
                 return ""
             first, last = (clock.time(t).replace(tzinfo=None) for t in pair)
-            same_day = first.date() == last.date()
-            return f"{_when(first)} to {_when(last, with_day=not same_day)}"
+            end = last.time().isoformat() if last.date() == first.date() \
+                else last.isoformat(sep=" ")
+            return f"{first.isoformat(sep=' ')} to {end}"
 
         table = self.episodes.copy()
         table["episode"] = table["episode"].map(span)
         table["group"] = table["group"].map(span)
         return table
-
-
-def _when(ts, with_day: bool = True) -> str:
-    text = ts.isoformat(sep=" ") if ts.microsecond else ts.isoformat(sep=" ", timespec="seconds")
-    return text if with_day else text.split(" ")[1]
 
 
 def score(episodes: pd.DataFrame, groups: pd.DataFrame, alerts: pd.DataFrame) -> Scorecard:
