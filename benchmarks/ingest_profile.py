@@ -62,6 +62,8 @@ def profile(landing: Path, lake: Path, events: Path) -> list[tuple[str, float]]:
         mod = importlib.import_module(module)
         if hasattr(mod, name):
             setattr(mod, name, _timed(getattr(mod, name), name, spark, steps))
+    import great_expectations  # noqa: F401  (a command imports it while the JVM starts)
+
     settings = dataclasses.replace(load_settings(), lake_root=lake, landing_dir=landing)
     ctx = RunContext(settings, (), LakeSilver(settings), "profile")
     ctx.__dict__["spark"] = spark

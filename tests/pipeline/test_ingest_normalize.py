@@ -175,6 +175,36 @@ def test_silver_failing_its_suite_is_never_committed(spark, settings, monkeypatc
     assert not list(path.parent.glob("_staging-*"))
 
 
+def test_bronze_failing_its_suite_is_never_committed(spark, settings, monkeypatch):
+    """Ingest validates the staged bronze files before its commit: when they fail,
+    bronze and quarantine stay as they were and no staged file is left."""
+    from pyspark.sql import functions as F
+
+    import probcep.lake.expectations as V
+
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings, "r"), DAY)
+    path = BRONZE.path(settings.lake_root)
+    versions = [DeltaTable(str(t.path(settings.lake_root))).version()
+                for t in (BRONZE, QUARANTINE)]
+    before = table(settings, BRONZE)
+    real = V.validate
+    seen = []
+
+    def on_broken_rows(frame, *args, **kwargs):  # as if a check had let a symbol through
+        seen.append(frame.count())
+        return real(frame.withColumn("symbol", F.lit("Attic")), *args, **kwargs)
+
+    monkeypatch.setattr(V, "validate", on_broken_rows)
+    with pytest.raises(ExpectationError, match="expect_column_values_to_be_in_set"):
+        ingest_day(run(settings, "r2"), DAY)
+    assert seen == [len(before)]  # the staged rows, all of them
+    assert [DeltaTable(str(t.path(settings.lake_root))).version()
+            for t in (BRONZE, QUARANTINE)] == versions
+    pd.testing.assert_frame_equal(table(settings, BRONZE), before)
+    assert not list((path / "_staging").rglob("*.parquet"))
+
+
 def test_one_stream_hour_reads_few_files_and_all_its_rows(spark, settings):
     """Silver is partitioned by date and sorted by stream within a day, so file stats
     let an hour of one stream skip nearly every file, and still return all its rows."""

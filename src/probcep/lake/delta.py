@@ -266,16 +266,20 @@ def staged_days(frame, table: Table, lake, days, target_file_size: int | None = 
         yield StagedDays(schema, folder, folders)
 
 
-def staged_frame(spark, folder: Path):
+def staged_frame(spark, folder: Path, driver_rows: int = DRIVER_CHECK_ROWS,
+                 schema=None):
     """The staged rows to validate: a pandas frame read on the driver when there are at
-    most DRIVER_CHECK_ROWS (GX's Spark engine spends seconds of Spark jobs on a suite
+    most `driver_rows` (GX's Spark engine spends seconds of Spark jobs on a suite
     whatever the rows; its pandas engine checks a small day in a fraction of that), else a
-    Spark DataFrame read by the executors, so the driver never holds a large day."""
+    Spark DataFrame read by the executors, so the driver never holds a large day. With no
+    staged rows, an empty Spark DataFrame of the Spark `schema`, when given."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     parts = _parts(folder, deep=True)
-    if not parts or staged_rows(folder) > DRIVER_CHECK_ROWS:
+    if not parts and schema is not None:
+        return spark.createDataFrame([], schema)
+    if not parts or staged_rows(folder) > driver_rows:
         return spark.read.parquet(*[str(p) for p in parts] or [str(folder)]) \
             .drop(DAY_FOLDER)
     return pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas()

@@ -4,8 +4,9 @@ Suites are JSON templates shipped with the package (`lake/suites/`, the reposito
 `expectations/` folder): `"{domain}"` becomes the list of symbols, `{symbol}` expands to
 one expectation per symbol and `{row_sum}` to the SQL sum of their columns. A suite's
 `derived_columns` (silver's row sum) are computed from each row before its expectations
-run, by Spark SQL or by pandas' eval, so one suite runs on either engine. Bronze is
-validated as a Spark DataFrame before it is written; silver's staged rows as a Spark
+run, by Spark SQL or by pandas' eval, so one suite runs on either engine. Bronze's
+staged rows are validated as a Spark DataFrame before they are committed (reading the
+staged files costs less than checking every record again); silver's as a Spark
 DataFrame, or on the driver with pandas when they are few (`lake.delta.staged_frame`:
 GX's Spark engine spends seconds of jobs on a suite whatever the rows); a day's gold
 rows are few and are validated as a pandas frame. A failure raises `ExpectationError`

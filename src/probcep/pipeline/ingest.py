@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
-from probcep.lake.delta import commit_staged, staged_days
+from probcep.lake.delta import commit_staged, staged_days, staged_frame
 from probcep.lake.tables import BRONZE, QUARANTINE, RAW_COLUMNS
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.landing import (
@@ -470,15 +469,7 @@ class CheckedBatch:
     counts: dict  # records per readable file
     unreadable: dict  # Path -> Unreadable
     cached: tuple = ()  # the cached checked rows behind both frames (if cached)
-    checks: object = None  # the good rows with their check columns (None: no records)
     per_file: dict = field(default_factory=dict)  # `Taken.per_file`
-
-    @cached_property
-    def taken(self) -> Taken:
-        """The duplicates are counted when first asked (a Spark job with a shuffle):
-        ingest's report asks, live mode's micro-batches do not."""
-        return Taken(self.per_file, _duplicates(self.checks)
-                     if self.checks is not None else {})
 
     def release(self) -> None:
         for frame in self.cached:
@@ -526,13 +517,12 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
             .unionByName(bad)
     bad = bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", stamp, "raw")
-    checks = good
     good = (good if good is not None else spark.createDataFrame(
         [], "stream_id string, sensor_id string, ts timestamp, symbol string, "
             "score double, batch_date date, source_file string")) \
         .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
                 "source_file").select(*BRONZE.schema.names)
-    return CheckedBatch(good, bad, counts, unreadable, cached, checks, per_file)
+    return CheckedBatch(good, bad, counts, unreadable, cached, per_file)
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
@@ -585,17 +575,24 @@ def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
     settings, lake, days = ctx.settings, ctx.lake, sorted(files)
     batch = checked_files(ctx.spark, settings, {f: d for d in days for f in files[d]})
     try:
-        validate(batch.good, BRONZE_SUITE, settings.domain,  # before anything is written
-                 day=days_name(days), run_id=ctx.run_id)
         with ExitStack() as held:
             for day in days:
                 held.enter_context(BRONZE.lock(lake, day))
                 held.enter_context(QUARANTINE.lock(lake, day))
             good = held.enter_context(staged_days(
                 batch.good, BRONZE, lake, days, settings.target_file_bytes))
+            # the staged files, before anything is committed: reading their columns
+            # costs the suite's jobs and the duplicate count less than checking every
+            # record again (docs/performance.md §5); always Spark, where the suite's
+            # column types are Spark's
+            staged = staged_frame(ctx.spark, good.root, driver_rows=-1,
+                                  schema=batch.good.schema)
+            validate(staged, BRONZE_SUITE, settings.domain, day=days_name(days),
+                     run_id=ctx.run_id)
+            taken = Taken(batch.per_file, _duplicates(staged))
             bad = held.enter_context(staged_days(
                 batch.bad, QUARANTINE, lake, days, settings.target_file_bytes))
-            reports = {day: _day_report(day, files[day], batch, good.folders[day],
+            reports = {day: _day_report(day, files[day], batch, taken, good.folders[day],
                                         bad.folders[day], settings) for day in days}
             for day in days:
                 meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
@@ -608,20 +605,20 @@ def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
     return reports
 
 
-def _day_report(day: dt.date, files: list[Path], batch: CheckedBatch, good_dir: Path,
-                bad_dir: Path, settings: Settings) -> IngestReport:
+def _day_report(day: dt.date, files: list[Path], batch: CheckedBatch, taken: Taken,
+                good_dir: Path, bad_dir: Path, settings: Settings) -> IngestReport:
     """The day's counts, its files' rows checked for conservation; IngestError when
     the day quarantines more than `max_quarantine_fraction` of its records."""
     mine = {str(f) for f in files}
     counted = conservation({f: n for f, n in batch.counts.items() if f in mine},
                            {p: u for p, u in batch.unreadable.items() if str(p) in mine},
-                           batch.taken.per_file, _staged_counts(good_dir, "source_file"),
+                           taken.per_file, _staged_counts(good_dir, "source_file"),
                            _staged_counts(bad_dir, "source_file"))
-    late, renormalized = batch.taken.of(files)
+    late, renormalized = taken.of(files)
     report = IngestReport(
         day, len(files), sum(c.records for c in counted), sum(c.bronze for c in counted),
         sum(c.quarantined for c in counted), _staged_counts(bad_dir, "reason"),
-        per_file=counted, late=late, duplicates=batch.taken.duplicates.get(day, 0),
+        per_file=counted, late=late, duplicates=taken.duplicates.get(day, 0),
         renormalized=renormalized, aggregation=settings.aggregation)
     if report.rows and report.quarantined / report.rows > settings.max_quarantine_fraction:
         raise IngestError(f"{report.line()}: quarantined fraction "
