@@ -10,9 +10,19 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import given
+from hypothesis import strategies as st
 
-from probcep.lake.delta import FINGERPRINT_FILE, _parts, staged_days
-from probcep.lake.tables import BRONZE
+from probcep.lake.delta import (
+    FINGERPRINT_FILE,
+    HASH_PIECE,
+    _fingerprint,
+    _hash_sum,
+    _parts,
+    day_fingerprints,
+    staged_days,
+)
+from probcep.lake.tables import BRONZE, RUN_COLUMNS
 
 DAYS = [dt.date(2026, 3, 1), dt.date(2026, 3, 2)]
 
@@ -65,3 +75,27 @@ def test_one_day_stages_only_its_rows_and_an_empty_day_stages_none(spark, tmp_pa
     empty = staged(tmp_path, frame.limit(0), DAYS[:1])
     nothing = staged(tmp_path, frame.limit(0), DAYS)
     assert empty[DAYS[0]][1] == [] and empty[DAYS[0]] == nothing[DAYS[0]]
+
+
+@given(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), max_size=50))
+def test_hash_pieces_add_up_to_the_exact_sum(hashes):
+    """Arithmetic shifts and masks, as Spark's `shiftright` and `&` compute them."""
+    mask = (1 << HASH_PIECE) - 1
+    pieces = (sum(h >> 2 * HASH_PIECE for h in hashes),
+              sum((h >> HASH_PIECE) & mask for h in hashes), sum(h & mask for h in hashes))
+    assert _hash_sum(pieces if hashes else (None, None, None)) == sum(hashes)
+
+
+def test_fingerprints_are_those_of_a_decimal_sum(spark):
+    """The hashes summed in pieces give the fingerprints of their sum as decimal(38,0),
+    so a day committed before the change is still recognised by a rerun."""
+    from pyspark.sql import functions as F
+
+    rows = bronze_rows(spark, DAYS).withColumn("day", F.col("batch_date"))
+    names = [c for c in rows.columns if c not in RUN_COLUMNS and c != "day"]
+    nulls = F.concat_ws("", *[F.when(F.col(c).isNull(), "1").otherwise("0") for c in names])
+    h = F.xxhash64(*[F.col(c) for c in names], nulls)
+    want = {r[0]: _fingerprint(rows.schema, names, *r[1:]) for r in rows.groupBy(
+        F.col("day").cast("string")).agg(F.count(F.lit(1)), F.sum(h.cast("decimal(38,0)")),
+                                         F.bit_xor(h)).collect()}
+    assert day_fingerprints(rows, "day") == want and len(want) == 2

@@ -202,17 +202,32 @@ def day_fingerprints(rows, by: str) -> dict[str, str]:
     from pyspark.sql import functions as F
 
     names = [c for c in rows.columns if c not in RUN_COLUMNS and c != by]
-    return {r[0]: _fingerprint(rows.schema, names, *r[1:]) for r in
+    return {r[0]: _fingerprint(rows.schema, names, r[1], _hash_sum(r[2:5]), r[5]) for r in
             rows.groupBy(F.col(by).cast("string")).agg(*_fingerprint_parts(names)).collect()}
 
 
+#: The hashes are summed in three pieces of HASH_PIECE bits as 64-bit integers, which
+#: cannot overflow below 2^42 rows; a sum as decimal(38,0) cost a third more at 10M rows.
+HASH_PIECE = 21
+
+
 def _fingerprint_parts(names: list[str]):
+    """Count, the sum of the rows' hashes in three pieces (`_hash_sum`), their xor."""
     from pyspark.sql import functions as F
 
     nulls = F.concat_ws("", *[F.when(F.col(f"`{c}`").isNull(), "1").otherwise("0")
                               for c in names])
     h = F.xxhash64(*[F.col(f"`{c}`") for c in names], nulls)
-    return F.count(F.lit(1)), F.sum(h.cast("decimal(38,0)")), F.bit_xor(h)
+    low = F.lit((1 << HASH_PIECE) - 1)
+    return (F.count(F.lit(1)), F.sum(F.shiftright(h, 2 * HASH_PIECE)),
+            F.sum(F.shiftright(h, HASH_PIECE).bitwiseAND(low)), F.sum(h.bitwiseAND(low)),
+            F.bit_xor(h))
+
+
+def _hash_sum(pieces) -> int:
+    """The exact sum of the hashes from the sums of their pieces (high piece signed)."""
+    high, middle, low = (p or 0 for p in pieces)
+    return (high << 2 * HASH_PIECE) + (middle << HASH_PIECE) + low
 
 
 def _fingerprint(schema, names: list[str], n: int, total, xor) -> str:
