@@ -307,6 +307,25 @@ def staged_rows(folder: Path) -> int:
     return sum(pq.read_metadata(p).num_rows for p in _parts(folder, deep=True))
 
 
+def staged_counts(folder: Path, by: str) -> dict[str, int]:
+    """Rows per value of column `by` in a staging folder: that column alone is read, a
+    row group at a time and kept dictionary-encoded, so the driver's memory does not
+    grow with the day."""
+    from collections import Counter
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    counts: Counter = Counter()
+    for part in sorted(folder.glob("part-*.parquet")):
+        file = pq.ParquetFile(part, read_dictionary=[by])
+        for g in range(file.num_row_groups):
+            column = file.read_row_group(g, columns=[by]).column(by)
+            for pair in pc.value_counts(column).to_pylist():
+                counts[pair["values"]] += pair["counts"]
+    return dict(counts)
+
+
 # --- the driver's commit -------------------------------------------------------------
 
 
@@ -471,8 +490,6 @@ def replace_days(frame, table: Table, lake, days, metadata, target_file_size=Non
     stays as it was."""
     from contextlib import ExitStack
 
-    from pyspark.sql import functions as F
-
     with ExitStack() as held:
         for day in days:
             held.enter_context(table.lock(lake, day))
@@ -480,14 +497,11 @@ def replace_days(frame, table: Table, lake, days, metadata, target_file_size=Non
         spark = frame.sparkSession
         if check is not None:
             check(staged_frame(spark, rows.root))
-        distinct = {}
-        if count is not None and _parts(rows.root, deep=True):
-            distinct = {r[0]: r[1] for r in spark.read.parquet(str(rows.root))
-                        .groupBy(F.col(DAY_FOLDER).cast("string"))
-                        .agg(F.countDistinct(count)).collect()}
         out = {}
-        for day in days:
-            out[day] = (staged_rows(rows.folders[day]), distinct.get(day.isoformat(), 0))
+        for day in days:  # distinct values from the staged column, not a Spark job
+            folder = rows.folders[day]
+            values = staged_counts(folder, count) if count is not None else {}
+            out[day] = (staged_rows(folder), sum(v is not None for v in values))
             commit_staged(rows.folders[day], rows.schema, table, lake, day, metadata(day))
         return out
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
-from probcep.lake.delta import commit_staged, staged_days, staged_frame
+from probcep.lake.delta import commit_staged, staged_counts, staged_days, staged_frame
 from probcep.lake.tables import BRONZE, QUARANTINE, RAW_COLUMNS
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.landing import (
@@ -363,25 +363,6 @@ def _unreadable_rows(spark, unreadable: dict, day_of: dict):
                         "reason", "source_file", "batch_date", "raw")
 
 
-def _staged_counts(folder: Path, by: str) -> dict[str, int]:
-    """Rows per value of column `by` in a staging folder: that column alone is read, a
-    row group at a time and kept dictionary-encoded, so the driver's memory does not
-    grow with the day."""
-    from collections import Counter
-
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    counts: Counter = Counter()
-    for part in sorted(folder.glob("part-*.parquet")):
-        file = pq.ParquetFile(part, read_dictionary=[by])
-        for g in range(file.num_row_groups):
-            column = file.read_row_group(g, columns=[by]).column(by)
-            for pair in pc.value_counts(column).to_pylist():
-                counts[pair["values"]] += pair["counts"]
-    return dict(counts)
-
-
 @dataclass(frozen=True)
 class Taken:
     """What the good records of a batch gave, as checked: per file (readings, distinct
@@ -612,12 +593,12 @@ def _day_report(day: dt.date, files: list[Path], batch: CheckedBatch, taken: Tak
     mine = {str(f) for f in files}
     counted = conservation({f: n for f, n in batch.counts.items() if f in mine},
                            {p: u for p, u in batch.unreadable.items() if str(p) in mine},
-                           taken.per_file, _staged_counts(good_dir, "source_file"),
-                           _staged_counts(bad_dir, "source_file"))
+                           taken.per_file, staged_counts(good_dir, "source_file"),
+                           staged_counts(bad_dir, "source_file"))
     late, renormalized = taken.of(files)
     report = IngestReport(
         day, len(files), sum(c.records for c in counted), sum(c.bronze for c in counted),
-        sum(c.quarantined for c in counted), _staged_counts(bad_dir, "reason"),
+        sum(c.quarantined for c in counted), staged_counts(bad_dir, "reason"),
         per_file=counted, late=late, duplicates=taken.duplicates.get(day, 0),
         renormalized=renormalized, aggregation=settings.aggregation)
     if report.rows and report.quarantined / report.rows > settings.max_quarantine_fraction:
