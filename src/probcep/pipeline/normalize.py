@@ -68,7 +68,7 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
     if heard:
         spark = ctx.spark
         bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", heard[0].isoformat())])
-        silver = day_distributions(bronze, settings, heard).orderBy("date", "stream_id", "t")
+        silver = day_distributions(bronze, settings, heard)
 
         def check(staged):
             validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
@@ -83,7 +83,12 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
 
 def day_distributions(bronze, settings, days: list[dt.date]):
     """Silver rows (Spark) of every timestep of the given days, from bronze readings
-    (those of batches ingested on or after the first day: the caller's filter)."""
+    (those of batches ingested on or after the first day: the caller's filter), in
+    (date, stream_id, t) order: each file then holds a range of streams and times, and
+    its row groups' statistics let a reader skip to a stream. The readings are range
+    partitioned by (stream_id, t) before they are combined, so the combining needs no
+    shuffle of its own and the order only a sort within each partition (a global
+    `orderBy` after it shuffled the rows twice: docs/performance.md §5)."""
     from pyspark.sql import functions as F
 
     first = settings.clock.day_range(days[0])[0]
@@ -92,7 +97,7 @@ def day_distributions(bronze, settings, days: list[dt.date]):
     wanted = [(d - days[0]).days for d in days]
     return _rows(bronze, settings, first, settings.clock.day_range(days[-1])[1],
                  F.date_add(F.lit(days[0]), index), index.isin(wanted),
-                 F.lit(first) + (index + 1) * F.lit(per_day))
+                 F.lit(first) + (index + 1) * F.lit(per_day), ordered=True)
 
 
 def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
@@ -107,9 +112,10 @@ def distributions(bronze, settings, day: dt.date, lo: int, hi: int):
                  F.lit(True), F.lit(min(stop, hi)))
 
 
-def _rows(bronze, settings, lo: int, hi: int, date, wanted, stop):
+def _rows(bronze, settings, lo: int, hi: int, date, wanted, stop, ordered: bool = False):
     """Silver rows of timesteps [lo, hi) whose `wanted` holds, each of day `date` whose
-    holding (`hold_last`) ends before `stop`: column expressions of `t`."""
+    holding (`hold_last`) ends before `stop`: column expressions of `t`; with `ordered`,
+    in (date, stream_id, t) order (`day_distributions`)."""
     from pyspark.sql import functions as F
 
     first_of_day = settings.clock.day_range(settings.clock.day_of(lo))[0]
@@ -119,6 +125,8 @@ def _rows(bronze, settings, lo: int, hi: int, date, wanted, stop):
     t = F.floor((F.unix_micros("ts") - F.lit(epoch_us)) / F.lit(step_us)).cast("long")
     readings = bronze.withColumn("t", t).where(
         (F.col("t") >= max(first_of_day, lo - held)) & (F.col("t") < hi) & wanted)
+    if ordered:
+        readings = readings.repartitionByRange("stream_id", "t")
     combine = F.sum if settings.aggregation == "sum" else F.max
     domain = list(settings.domain)
     scores = (readings.groupBy("stream_id", "t").pivot("symbol", domain)
@@ -128,11 +136,12 @@ def _rows(bronze, settings, lo: int, hi: int, date, wanted, stop):
         "stream_id", "t", *[(F.col(f"`{d}`") / total).alias(d) for d in domain])
     if held:
         rows = _held(rows, domain, held, stop).where((F.col("t") >= lo) & wanted)
-    return rows.select(
+    rows = rows.select(
         "stream_id", "t",
         F.timestamp_micros(F.lit(epoch_us) + F.col("t") * F.lit(step_us)).alias("ts"),
         date.alias("date"), *domain,
         F.lit(0.0).alias(settings.no_reading_symbol))
+    return rows.sortWithinPartitions("date", "stream_id", "t") if ordered else rows
 
 
 def _held(rows, domain: list[str], hold: int, stop):
