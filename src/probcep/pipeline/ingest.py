@@ -159,6 +159,13 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings,
         records = frames[0]
         for frame in frames[1:]:
             records = records.unionByName(frame)
+        typed = all(o.typed for o in opened if o.records is not None)
+        if all(o.footer_rows is not None for o in opened):
+            # Parquet only: the footers give the records, each file's layout is known and
+            # its text was decoded by Parquet, so no Spark job counts them (a file that
+            # yields fewer rows than its footer breaks conservation before any commit)
+            return (records, {str(o.path): o.footer_rows for o in opened},
+                    any(o.wide for o in opened), typed)
         try:
             counts = {r["source_file"]: (r["n"], r["bad_text"], r["wide"]) for r in
                       records.groupBy("source_file").agg(
@@ -173,7 +180,6 @@ def read_records(spark, day_of: dict[Path, dt.date], settings: Settings,
             raise IngestError(f"records read from {strange}, not a file of the batch by "
                               f"that name; nothing committed")
         wide = any(w for _, _, w in counts.values())
-        typed = all(o.typed for o in opened if o.records is not None)
         return records, _counted(opened, counts, unreadable), wide, typed
 
 

@@ -63,6 +63,7 @@ class Opened:
     records: object  # a Spark DataFrame, or None
     footer_rows: int | None = None
     typed: bool = False
+    wide: bool = False  # for Parquet: the file's layout is wide (one per file)
 
 
 @dataclass(frozen=True)
@@ -311,4 +312,5 @@ def _parquet(spark, path: Path, domain):
                        F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(False),
                        typed)
     return Opened(path, records, meta.num_rows,
-                  set(typed) == ({"ts", "score"} if layout == "long" else {"ts"}))
+                  set(typed) == ({"ts", "score"} if layout == "long" else {"ts"}),
+                  layout == "wide")
