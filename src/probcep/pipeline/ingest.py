@@ -457,6 +457,7 @@ class CheckedBatch:
     unreadable: dict  # Path -> Unreadable
     cached: tuple = ()  # the cached checked rows behind both frames (if cached)
     per_file: dict = field(default_factory=dict)  # `Taken.per_file`
+    quarantines: bool = True  # False: `bad` is known to have no rows
 
     def release(self) -> None:
         for frame in self.cached:
@@ -498,7 +499,9 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
         break
     stamp = F.current_timestamp().alias("ingest_time")
     bad = _unreadable_rows(spark, unreadable, day_of)
-    if records is not None and any(per_file.get(f, (0, 0))[1] != n for f, n in counts.items()):
+    refused = records is not None and any(per_file.get(f, (0, 0))[1] != n
+                                          for f, n in counts.items())
+    if refused:
         # some record was refused (when every one went to bronze, quarantine has only
         # the unreadable files, and nothing is read again to find none refused)
         bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
@@ -509,7 +512,8 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
             "score double, batch_date date, source_file string")) \
         .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
                 "source_file").select(*BRONZE.schema.names)
-    return CheckedBatch(good, bad, counts, unreadable, cached, per_file)
+    return CheckedBatch(good, bad, counts, unreadable, cached, per_file,
+                        refused or bool(unreadable))
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
@@ -577,8 +581,9 @@ def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
             validate(staged, BRONZE_SUITE, settings.domain, day=days_name(days),
                      run_id=ctx.run_id)
             taken = Taken(batch.per_file, _duplicates(staged))
-            bad = held.enter_context(staged_days(
-                batch.bad, QUARANTINE, lake, days, settings.target_file_bytes))
+            bad = held.enter_context(staged_days(  # a clean batch: no Spark job
+                batch.bad, QUARANTINE, lake, days, settings.target_file_bytes,
+                empty=not batch.quarantines))
             reports = {day: _day_report(day, files[day], batch, taken, good.folders[day],
                                         bad.folders[day], settings) for day in days}
             for day in days:
