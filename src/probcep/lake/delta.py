@@ -261,8 +261,8 @@ def staged_days(frame, table: Table, lake, days, target_file_size: int | None = 
     options = spark_parquet_options(schema, target_file_size)
     day_text = F.col(table.day_column).cast("string")
     with staging_folder(table.path(lake)) as folder:
-        if len(days) == 1 and not empty:  # straight into the day's folder: partitionBy would sort the
-            # rows by day first, and spill them to disk once they outgrow the memory
+        if len(days) == 1 and not empty:  # straight into the day's folder: partitionBy
+            # would sort the rows by day first, and spill them once they outgrow the memory
             only = days[0].isoformat()
             frame.where(day_text == only).write.options(**options) \
                 .parquet(str(folder / f"{DAY_FOLDER}={only}"))
