@@ -504,7 +504,7 @@ def replace_days(frame, table: Table, lake, days, metadata, target_file_size=Non
             folder = rows.folders[day]
             values = staged_counts(folder, count) if count is not None else {}
             out[day] = (staged_rows(folder), sum(v is not None for v in values))
-            commit_staged(rows.folders[day], rows.schema, table, lake, day, metadata(day))
+            commit_staged(folder, rows.schema, table, lake, day, metadata(day))
         return out
 
 
