@@ -22,6 +22,16 @@ def test_bad_settings_name_the_setting(tmp_path):
     assert loaded.lake_root.as_posix() == "/data/lake"
 
 
+@pytest.mark.parametrize("setting", ["max_quarantine_fraction", "target_file_mb",
+                                     "hold_last_steps", "backfill_days"])
+def test_a_yes_or_no_is_not_a_number(tmp_path, setting):
+    path = tmp_path / "s.yaml"
+    path.write_text("lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\n"
+                    f"epoch: '2026-01-01T00:00:00'\ndomain: [A]\n{setting}: true\n")
+    with pytest.raises(SettingsError, match=f"'{setting}'"):
+        load_settings(path, env={})
+
+
 def test_settings_are_found_in_order(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert settings_file(env={}) == PACKAGED  # nothing here: the packaged defaults

@@ -167,7 +167,8 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     if not isinstance(hold, int) or isinstance(hold, bool) or hold < 0:
         fail("hold_last_steps", f"must be an integer >= 0, got {hold!r}")
     fraction = v.get("max_quarantine_fraction", 0.05)
-    if not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
+    if not isinstance(fraction, int | float) or isinstance(fraction, bool) \
+            or not 0 <= fraction <= 1:
         fail("max_quarantine_fraction", f"must be a number in [0, 1], got {fraction!r}")
     file_mb = v.get("target_file_mb", 128)
     if not isinstance(file_mb, int | float) or isinstance(file_mb, bool) or not file_mb > 0:
