@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from probcep.cli import main
 from probcep.config import settings
 from probcep.demo.sample import DOMAIN, generate_sample
-from probcep.lake.tables import ALERT_CHANGES, GROUPS
+from probcep.demo.walkthrough import REVISIT
+from probcep.lake.tables import ALERT_CHANGES, CORRELATIONS, GROUPS
 
 pytestmark = pytest.mark.slow
 REGISTRY = Path(settings.__file__).with_name("patterns.yaml")
@@ -41,6 +43,18 @@ def test_nights_backfill_and_rerun(spark, tmp_path, capsys):
     assert main(["publish-alerts", *day]) == 0
     assert "alerts added 0, retracted 0" in capsys.readouterr().out
     pd.testing.assert_frame_equal(gold(tmp_path / "n"), gold(tmp_path / "b"))
+
+    # a registered correlation over the night's groups, by name; an unknown name refused
+    registry = tmp_path / "with_correlation.yaml"
+    registry.write_text(REGISTRY.read_text() + yaml.safe_dump({"correlations": dict([REVISIT])}))
+    mine = [a if a != str(REGISTRY) else str(registry) for a in day]
+    assert main(["correlate-day", *mine, "--correlation", "revisit"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{sample.days[2]}: correlation revisit: ")
+    assert set(CORRELATIONS.read(tmp_path / "n").to_pandas().correlation) == {"revisit"}
+    assert main(["correlate-day", *mine, "--correlation", "nosuch"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "no correlation(s) ['nosuch']" in err[0], err
 
     # a data fix on day 2: person-0 was in the hallway all day, not visiting
     path = sample.folder / f"distributions-{sample.days[1].isoformat()}.parquet"

@@ -159,16 +159,17 @@ def correlate_day(args: argparse.Namespace) -> int:
     from probcep.errors import ProbcepError
     from probcep.pipeline.correlate_day import correlate_day as correlate
 
-    ctx = _context(args, "correlate-day")
-    chosen = ctx.correlations
-    if args.correlation:
-        unknown = sorted(set(args.correlation) - {c.name for c in chosen})
-        if unknown:
-            raise ProbcepError(f"{ctx.settings.registry}: no correlation(s) {unknown} over "
-                               f"the chosen patterns; known: {[c.name for c in chosen]}")
-        chosen = [c for c in chosen if c.name in args.correlation]
-    for report in correlate(ctx, args.date, chosen):
-        print(report.line())
+    with _context(args, "correlate-day") as ctx:
+        chosen = ctx.correlations
+        if args.correlation:
+            unknown = sorted(set(args.correlation) - {c.name for c in chosen})
+            if unknown:
+                raise ProbcepError(f"{ctx.settings.registry}: no correlation(s) {unknown} "
+                                   f"over the chosen patterns; known: "
+                                   f"{[c.name for c in chosen]}")
+            chosen = [c for c in chosen if c.name in args.correlation]
+        for report in correlate(ctx, args.date, chosen):
+            print(report.line())
     return 0
 
 
