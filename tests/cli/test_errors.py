@@ -59,6 +59,7 @@ def undecodable_csv(frame: pd.DataFrame, path: Path) -> Path:
 
 # --- real processes -----------------------------------------------------------------
 
+CLOSED = object()  # a case's stdout: a pipe nobody reads
 BUG = """
 import sys
 import probcep.cli.group as group
@@ -94,12 +95,22 @@ def processes(tmp_path_factory):
         "unwritable lake": (python + [ROOT / "jobs" / "group_day.py", "--date",
                                       DAY.isoformat(), "--lake", tmp / "lake-file"], env, None),
         "bug": (python + ["-c", BUG, tmp / "streams.csv"], env, None),
+        # the reader of the output has gone before the first line (`| head -0`)
+        "closed pipe, group": (python + ["-m", "probcep", "group", tmp / "streams.csv",
+                                         "--pattern", "a", "--policy", "single"], env, CLOSED),
+        "closed pipe, correlate": (python + [
+            "-m", "probcep", "correlate", "--live-pattern", "a", "--policy", "single",
+            "--archive-pattern", "b", "--lookback", "2", tmp / "streams.csv"], env, CLOSED),
     }
     started = {}
     for name, (argv, environ, stdout) in cases.items():
-        out = open(stdout, "w") if stdout else subprocess.PIPE  # noqa: SIM115
-        started[name] = subprocess.Popen([str(a) for a in argv], cwd=tmp, env=environ,
-                                         stdout=out, stderr=subprocess.PIPE, text=True)
+        out = open(stdout, "w") if stdout not in (None, CLOSED) else subprocess.PIPE  # noqa: SIM115
+        started[name] = child = subprocess.Popen(
+            [str(a) for a in argv], cwd=tmp, env=environ, stdout=out, stderr=subprocess.PIPE,
+            text=True)
+        if stdout is CLOSED:
+            child.stdout.close()
+            child.stdout = None
     results = {}
     for name, child in started.items():
         out, err = child.communicate(timeout=120)
@@ -119,6 +130,12 @@ def test_a_process_ends_with_one_line_and_exit_code_2(processes, case, message):
     code, _, err = results[case]
     assert code == 2, err
     assert one_line(err).startswith(message.format(tmp=tmp))
+
+
+@pytest.mark.parametrize("case", ["closed pipe, group", "closed pipe, correlate"])
+def test_a_closed_output_pipe_ends_quietly(processes, case):
+    code, _, err = processes[1][case]
+    assert (code, err) == (0, "")
 
 
 def test_a_bug_in_a_process_keeps_its_traceback_and_exit_code_1(processes):
@@ -205,6 +222,30 @@ def test_a_full_output_file_is_named(tmp_path, capsys):
                        "-o", "/dev/full")  # every write to it fails with ENOSPC
     assert code == 2
     assert one_line(err) == "probcep group: error: no space left on device writing /dev/full"
+
+
+@pytest.mark.parametrize("argv", [
+    ["group", "{streams}", "--pattern", "a", "--policy", "single", "-o", "{out}"],
+    ["group", "{streams}", "--pattern", "a", "--policy", "single", "--save-state", "{out}"],
+    ["correlate", "--live-pattern", "a", "--policy", "single", "--archive-pattern", "b",
+     "--lookback", "2", "{streams}", "-o", "{out}"],
+    ["plot", "--stream", "s1", "--pattern", "a", "{streams}", "-o", "{out}"],
+    ["slice", "--stream", "s1", "--start", "2026-01-01", "--end", "2026-01-02", "-o", "{out}"],
+    ["evaluate", "--episodes", "{streams}", "--sweep", "--plot", "{out}"],
+])
+@pytest.mark.parametrize("where,says", [
+    ("missing/out", "cannot write {out}: folder {tmp}/missing does not exist"),
+    (".", "cannot write {out}: it is a folder"),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, argv,
+                                                                     where, says):
+    streams = tmp_path / "streams.csv"
+    STREAMS.to_csv(streams, index=False)
+    out = tmp_path / where
+    code, stdout, err = cli(capsys, *[a.format(streams=streams, out=out) for a in argv])
+    assert (code, stdout) == (2, "")
+    assert one_line(err) == f"probcep {argv[0]}: error: " + says.format(out=out, tmp=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["streams.csv"]
 
 
 def _groups_of_the_day(n: int = 2) -> pa.Table:

@@ -85,3 +85,12 @@ def test_bad_episodes_name_the_row(lake, capsys):
     assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
                  str(lake / "lake")]) == 2
     assert "row 2: start 'yesterday' is not a timestamp" in capsys.readouterr().err
+
+
+def test_a_lake_without_groups_is_refused(lake, capsys):
+    # a mistyped --lake must not score every episode as missed
+    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
+                 str(lake / "typo")]) == 2
+    assert capsys.readouterr().err == (f"probcep evaluate: error: {lake}/typo/gold/groups: no "
+                                       "gold groups table here (run the pipeline first, or "
+                                       "give --lake)\n")

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 
+from probcep.cli.destinations import check_output, stdout_closed
 from probcep.errors import ProbcepError, from_executors, writing
 
 #: Modules that each define `register(subparsers)`; they import Spark, Delta and GX only
@@ -47,8 +48,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     try:
+        for target in (getattr(args, "output", None), getattr(args, "plot", None),
+                       getattr(args, "save_state", None)):
+            if target is not None:
+                check_output(target)
         with writing(getattr(args, "output", None)), from_executors():
             return int(args.handler(args) or 0)
     except ProbcepError as exc:
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        if not stdout_closed():
+            raise
+        return 0  # whoever read the output stopped (`| head`): nothing more to say

@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
                            f"({', '.join(sorted(set(episodes.pattern)))})")
     if args.plot and not args.sweep:
         raise ProbcepError("--plot draws a sweep: give --sweep too")
+    if not GROUPS.exists(ctx.lake):  # a mistyped --lake would score nothing found
+        raise ProbcepError(f"{GROUPS.path(ctx.lake)}: no gold groups table here (run the "
+                           f"pipeline first, or give --lake)")
     filters = [("pattern", "in", names)]
     groups = GROUPS.read(ctx.lake, filters).to_pandas()
     alerts = ALERTS.read(ctx.lake, filters).to_pandas()

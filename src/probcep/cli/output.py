@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.cli.destinations import drop_stdout
 from probcep.cli.floats import WIDTH, repr_texts
 from probcep.cli.lines import SLACK, VALUE_WIDTH, Arena, assemble, constant_words
 from probcep.engine.grouping import GroupColumns
@@ -204,8 +205,10 @@ def write_text(chunks, output: Path | None) -> None:
             for text in chunks:
                 sys.stdout.write(text if isinstance(text, str) else str(text, "ascii"))
             sys.stdout.flush()
+        except BrokenPipeError:
+            drop_stdout()  # the reader went away (`| head`): stop writing, quietly
         except OSError:
-            _drop_stdout()
+            drop_stdout()
             raise
 
 
@@ -230,16 +233,6 @@ def _move_into_place(done: Path, output: Path) -> None:
         raise
     if aside is not None:
         aside.unlink(missing_ok=True)
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null, so that what is still buffered goes nowhere at exit
-    instead of failing again (the Python docs' advice for a closed pipe)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # no real file behind stdout (a test)
-        pass
 
 
 # --- probcep approx --------------------------------------------------------------------
