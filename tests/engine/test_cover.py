@@ -1,6 +1,8 @@
 """Complete overlap at θ = 0: the shared pass drops composites of negligible mass
-(transducer.COVER_DROP) within an error budget; these tests check that it does drop
-and that the error stays within the bound the budget gives."""
+(transducer.COVER_DROP) within an error budget, and gives a group the per-group pass when
+the drops could have moved its P(g) by more than COVER_RELATIVE of itself; these tests
+check that it does drop, that the error stays within the bound the budget gives, and
+that each P(g) is the full pass's relatively too."""
 
 from __future__ import annotations
 
@@ -28,10 +30,12 @@ def _stream(n: int, noise: float, seed: int) -> np.ndarray:
     return probs
 
 
-def _groups(query, probs, drop=None, budget=None, cuts=()):
+def _groups(query, probs, drop=None, budget=None, cuts=(), relative=None):
     transducer = Transducer(query.dfa, query.window)
     if drop is not None:
         transducer.cover_drop, transducer.cover_budget = drop, budget
+    if relative is not None:
+        transducer.cover_relative = relative
     matcher = StreamMatcher(query, transducer)
     parts = [matcher.feed_columns(lo, probs[lo:hi])
              for lo, hi in zip((0, *cuts), (*cuts, len(probs)))]
@@ -49,7 +53,39 @@ def test_dropping_stays_within_1e_12_of_the_full_pass():
         for name in ("t_start", "t_first", "t_end", "n_matches", "max_match_probability"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
         np.testing.assert_allclose(got.probability, want.probability, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.probability, want.probability, rtol=2e-10, atol=0)
         assert np.abs(got.probability - want.probability).max() <= 2.01 * COVER_BUDGET
+
+
+def test_theta_plays_no_part_in_a_tiny_probability():
+    """Two matches of 1e-19 in one group: the pass drops one of them (its share is below
+    COVER_DROP), which would halve P(g); the group gets the per-group pass instead, so
+    θ = 0 gives what θ = 1e-30 gives (the same bounds, hence the same P(g))."""
+    rows = np.array([[1, 1e-19], [1, 1e-19], [1, 0], [1, 0], [1, 0]], float)
+    got = {}
+    for theta, window in ((0.0, 4), (0.0, 8), (0.0, None), (1e-30, 4)):
+        query = Query.build("b a{3}", "ab", policy="complete", threshold=theta, window=window)
+        cols, _ = _groups(query, rows)
+        got[theta, window] = [(s, f, e, p) for s, f, e, p in zip(
+            cols.t_start, cols.t_first, cols.t_end, cols.probability)]
+    assert len(set(map(tuple, got.values()))) == 1, got
+    (s, f, e, p), = got[0.0, 4]
+    assert (s, f, e) == (0, 3, 4) and abs(p - (2e-19 - 1e-38)) <= 1e-10 * p
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2 ** 32 - 1), st.sampled_from([1e-3, 1e-6, 1e-12]),
+       st.sampled_from([("a b+ c", 12), ("a (b | c)* d", 9), ("(a | d) b{2,} c", 7)]))
+def test_every_p_g_is_the_full_pass_s_relatively(seed, noise, case):
+    """Streams whose unlikely symbols make tiny group probabilities: with the default
+    drops every P(g) is within 1e-10 of the undropped pass's, relative to itself."""
+    pattern, window = case
+    probs = _stream(400, noise, seed)
+    query = Query.build(pattern, "abcd", policy="complete", threshold=0.0, window=window)
+    got, _ = _groups(query, probs)
+    want, _ = _groups(query, probs, drop=0.0, budget=0.0)
+    np.testing.assert_array_equal(got.t_first, want.t_first)
+    np.testing.assert_allclose(got.probability, want.probability, rtol=2e-10, atol=0)
 
 
 def test_a_large_budget_is_spent_and_bounds_the_error():
@@ -57,8 +93,8 @@ def test_a_large_budget_is_spent_and_bounds_the_error():
     probs = _stream(3000, 0.2, 5)
     query = Query.build("a b+ c", "abcd", policy="complete", threshold=0.0, window=20)
     want, _ = _groups(query, probs, drop=0.0, budget=0.0)
-    for budget in (1e-6, 1e-3):
-        got, transducer = _groups(query, probs, drop=0.05, budget=budget)
+    for budget in (1e-6, 1e-3):  # and no group given the per-group pass
+        got, transducer = _groups(query, probs, drop=0.05, budget=budget, relative=np.inf)
         error = np.abs(got.probability - want.probability).max()
         assert transducer.cover_dropped > 0.0
         assert 0.0 < error <= 2.0 * budget * (1 + 1e-9)
@@ -86,7 +122,7 @@ def test_the_bound_holds_against_the_reference(case, window, budget):
     query = _compile_or_skip(text, regex, letters, policy="complete", threshold=0.0,
                              window=window)
     want = reference_groups(probs.tolist(), letters, regex, "complete", 0.0, window, 0)
-    got, _ = _groups(query, probs, drop=0.3, budget=budget)
+    got, _ = _groups(query, probs, drop=0.3, budget=budget, relative=np.inf)
     assert [(s, f, e) for s, f, e in zip(got.t_start, got.t_first, got.t_end)] == [
         w[:3] for w in want]
     for g, w in zip(got.probability, want):

@@ -46,6 +46,10 @@ COVER_DROP = 1e-18
 #: mass times its own rows' mass (1 within the input's tolerance), whatever the
 #: pattern, window and stream.
 COVER_BUDGET = 1e-14
+#: A group whose P(g) that bound could move by more than this fraction of itself (a group
+#: of tiny probability in a block that dropped something) gets the per-group pass: the
+#: shared pass's results are then the per-group pass's to rounding, relatively too.
+COVER_RELATIVE = 1e-10
 #: Statuses of `_cover_blocks`.
 DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
@@ -226,8 +230,8 @@ def _row_sums(rows, lo, hi, out):
 
 @njit(cache=True, nogil=True)
 def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, beta_lo,
-                  closed, out, pos, ids, vals, out_ids, out_vals, out_free, mark, dropped,
-                  drop, budget):
+                  closed, out, bound, pos, ids, vals, out_ids, out_vals, out_free, mark,
+                  dropped, drop, budget):
     """Complete-overlap P(g) at θ = 0 for the groups of each block, sharing one mode-A
     pass per block (see `Transducer.cover_probabilities`).
 
@@ -238,7 +242,7 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
     row, mode-T row or mode-B closure built (pos then says where to resume).
     The pass drops a composite whose share is below `drop` while dropped[0], the mass
     its pass has dropped so far, stays within `budget` (`COVER_DROP`); dropped[1] sums
-    what all passes dropped.
+    what all passes dropped. bound[g] receives how far the drops may have moved out[g].
     """
     n_beta = beta.shape[1]
     b, g, r, nvec = pos[0], pos[1], pos[2], pos[3]
@@ -277,6 +281,7 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
                 for r2 in range(starts[g], f):
                     scale *= sums[r2]
                 out[g] = total * scale
+                bound[g] = 2.0 * dropped[0] * scale
                 g += 1
                 if g == block_end[b]:
                     break  # the block's last group: no need of the next vector
@@ -322,10 +327,14 @@ class Transducer:
         self.inert: dict[tuple[float, bytes], bool] = {}
         #: `cover_probabilities` drops what is below this share (0: nothing) ...
         self.cover_drop = COVER_DROP
-        #: ... while its pass has dropped at most this mass.
+        #: ... while its pass has dropped at most this mass; a group the drops may have
+        #: moved by more than this fraction of itself gets the per-group pass.
         self.cover_budget = COVER_BUDGET
-        #: The mass all its passes have dropped so far (for the tests).
+        self.cover_relative = COVER_RELATIVE
+        #: The mass all its passes have dropped so far, and how many groups they left to
+        #: the per-group pass (for the tests).
         self.cover_dropped = 0.0
+        self.cover_redone = 0
 
     @property
     def n_states(self) -> int:
@@ -446,6 +455,8 @@ class Transducer:
         t_first. The result is the per-group pass's to rounding (tests: 1e-12), and the
         same bits for any split into batches. Arguments are absolute times; groups are
         sorted by t_first; `rows` start at `rows_t0` and reach every group's end.
+        A group whose result the pass's drops may have moved by more than
+        `COVER_RELATIVE` of itself is computed by the per-group pass instead.
         """
         w = self.window
         if not w or len(firsts) == 0:
@@ -462,7 +473,7 @@ class Transducer:
             return None
         sums = np.zeros(len(rows))
         _row_sums(rows, int(anchors[0]), hi, sums)
-        out = np.zeros(len(firsts))
+        out, bound = np.zeros(len(firsts)), np.zeros(len(firsts))
         pos = np.zeros(4, np.int64)  # where _cover_blocks resumes, with the vector kept
         dropped = np.zeros(2)  # and the mass its pass has dropped
         kept, beta = (np.zeros(0, np.int64), np.zeros(0)), None
@@ -476,12 +487,19 @@ class Transducer:
                 ids[: pos[3]], vals[: pos[3]] = kept
             mark = np.full(len(self.table), -1, np.int64)
             status, cid = _cover_blocks(self.table, rows, sums, anchors, block_end, starts,
-                                        firsts, beta, beta_lo, self.b_closed, out, pos, ids,
-                                        vals, np.empty(size, np.int64), np.empty(size),
-                                        np.empty(size), mark, dropped, self.cover_drop,
-                                        self.cover_budget)
+                                        firsts, beta, beta_lo, self.b_closed, out, bound,
+                                        pos, ids, vals, np.empty(size, np.int64),
+                                        np.empty(size), np.empty(size), mark, dropped,
+                                        self.cover_drop, self.cover_budget)
             if status == DONE:
                 self.cover_dropped += dropped[1]
+                shaky = np.flatnonzero(bound > self.cover_relative * out) \
+                    if self.cover_relative < np.inf else ()
+                if len(shaky):
+                    his = np.asarray(ends, np.int64)[shaky] - rows_t0 + 1
+                    out[shaky] = self.accept_probabilities(rows, starts[shaky], his,
+                                                           firsts[shaky])
+                    self.cover_redone += len(shaky)
                 return out
             kept = ids[: pos[3]].copy(), vals[: pos[3]].copy()
             if status == NEED_B:
