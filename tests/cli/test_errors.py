@@ -464,3 +464,53 @@ def test_a_registry_name_given_twice_is_one_line_with_its_line(tmp_path, capsys)
     assert code == 2
     assert one_line(err) == (f"probcep run: error: {path}, line 8: cannot read the patterns "
                              f"registry: 'good' is named twice")
+
+
+# --- an output file is written whole or not at all -----------------------------------
+
+def _fails_halfway(monkeypatch, module, name):
+    """Make `module.name(x, where, ...)` write a few bytes to `where`, then find the disk
+    full: the earlier output must survive it."""
+    def write(_, where, *args, **kwargs):
+        Path(where).write_bytes(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(module, name, write)
+
+
+@pytest.mark.parametrize("verb,frame,options,suffix", [
+    ("group", STREAMS, ["--pattern", "a", "--policy", "single"], ".parquet"),
+    ("approx", EVENTS, ["--pattern", "a b", "--max-errors", "0", "--window", "3"], ".parquet"),
+    ("plot", STREAMS, ["--stream", "s1", "--pattern", "a", "--window", "2"], ".png"),
+])
+def test_an_output_that_fails_halfway_leaves_the_earlier_file(tmp_path, capsys, monkeypatch,
+                                                               verb, frame, options, suffix):
+    import matplotlib.figure
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "in.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / f"out{suffix}"
+    out.write_bytes(b"the earlier output")
+    if suffix == ".png":
+        _fails_halfway(monkeypatch, matplotlib.figure.Figure, "savefig")
+    else:
+        _fails_halfway(monkeypatch, pq, "write_table")
+    code, _, err = cli(capsys, verb, path, *options, "-o", out)
+    assert code == 2
+    assert one_line(err).startswith(f"probcep {verb}: error: no space left on device")
+    assert out.read_bytes() == b"the earlier output"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", out.name]
+
+
+@pytest.mark.parametrize("name", ["plot.xyz", "plot"])
+def test_an_image_needs_an_extension_naming_its_format(tmp_path, capsys, name):
+    path = tmp_path / "streams.csv"
+    STREAMS.to_csv(path, index=False)
+    code, _, err = cli(capsys, "plot", path, "--stream", "s1", "--pattern", "a", "-o",
+                       tmp_path / name)
+    assert code == 2
+    assert one_line(err).startswith(f"probcep plot: error: cannot write {tmp_path / name}: "
+                                    "its extension names no image format matplotlib writes "
+                                    "(")
+    assert ".png" in err and ".svg" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["streams.csv"]

@@ -94,3 +94,24 @@ def test_a_lake_without_groups_is_refused(lake, capsys):
     assert capsys.readouterr().err == (f"probcep evaluate: error: {lake}/typo/gold/groups: no "
                                        "gold groups table here (run the pipeline first, or "
                                        "give --lake)\n")
+
+
+@pytest.mark.parametrize("threshold", ["nan", "2", "-1"])
+def test_a_threshold_outside_0_1_is_refused(lake, capsys, threshold):
+    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
+                 str(lake / "lake"), "--threshold", threshold, "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (f"probcep evaluate: error: --threshold must be a probability "
+                                 f"in [0, 1], got {float(threshold)}\n")
+
+
+def test_a_pattern_the_registry_does_not_know_is_refused(lake, capsys):
+    """A misspelt pattern name must not drop its episodes from the count unseen."""
+    episodes = lake / "episodes.csv"
+    episodes.write_text(EPISODES + "a,2026-01-01T00:40:00,2026-01-01T00:41:00,room_vist\n")
+    assert main(["evaluate", "--episodes", str(episodes), "--lake", str(lake / "lake")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"probcep evaluate: error: {episodes}: names pattern(s) "
+                          "['room_vist'] that ") and "--pattern NAME" in err
+    assert main(["evaluate", "--episodes", str(episodes), "--lake", str(lake / "lake"),
+                 "--pattern", "room_visit", "--json"]) == 0  # chosen: the others are left

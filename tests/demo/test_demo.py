@@ -14,7 +14,7 @@ from probcep.pipeline.context import RunContext
 pytestmark = pytest.mark.slow
 
 
-def test_demo_finds_the_true_visits(spark, tmp_path):
+def test_demo_finds_the_true_visits(spark, tmp_path, capsys):
     generate_landing(tmp_path / "landing", days=2, streams=2, seed=9)
     lines = []
     ctx = RunContext.open("demo", lake=tmp_path / "lake", master="local[2]", echo=lines.append)
@@ -39,6 +39,13 @@ def test_demo_finds_the_true_visits(spark, tmp_path):
     assert main(["plot", "--lake", str(tmp_path / "lake"), "--stream", "person-0",
                  "--pattern", "room_visit", "--from", "0", "--to", "600", "-o", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+    for wrong, says in ((["--pattern", "room_vist"], "no registered pattern 'room_vist'"),
+                        (["--pattern", "room_visit", "--to", "100000000"],
+                         "timesteps, more than a plot draws (1,000,000)")):
+        capsys.readouterr()
+        assert main(["plot", "--lake", str(tmp_path / "lake"), "--stream", "person-0",
+                     *wrong, "-o", str(png)]) == 2
+        assert says in capsys.readouterr().err
 
 
 def test_bundled_sample_is_there():

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.cli.destinations import replacing
 from probcep.cli.output import match_head, write_text
 from probcep.errors import writing
 
@@ -94,8 +95,8 @@ def write_matches(streams: list[StreamMatches], output: Path | None) -> None:
         import pyarrow.parquet as pq
 
         table = pa.concat_tables([_table(s) for s in streams]) if streams else _table(None)
-        with writing(output):
-            pq.write_table(table, output)
+        with writing(output), replacing(output) as target:
+            pq.write_table(table, target)
         return
     write_text((chunk for s in streams for chunk in match_lines(s)), output)
 

@@ -1,12 +1,15 @@
-"""Where a command writes: an output file checked before any work is done, and a standard
-output whose reader has gone (`probcep group … | head`), which ends the command quietly.
-Light on imports: `probcep.cli.main` uses it for every command."""
+"""Where a command writes: an output file checked before any work is done and written
+whole or not at all, and a standard output whose reader has gone (`probcep group … |
+head`), which ends the command quietly. Light on imports: `probcep.cli.main` uses it for
+every command."""
 
 from __future__ import annotations
 
 import os
 import select
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from probcep.errors import ProbcepError
@@ -26,6 +29,47 @@ def check_output(path: Path) -> None:
         raise ProbcepError(f"cannot write {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ProbcepError(f"cannot write {path}: folder {folder} is not writable")
+
+
+@contextmanager
+def replacing(output: Path) -> Iterator[Path]:
+    """The path to write `output`'s new content to: a temporary file beside it, moved
+    into place when the block ends and removed if it fails, so that an error halfway (a
+    full disk, a bad value met late) leaves an earlier file as it was. A device or FIFO
+    (`/dev/full`) is written as it is; a symbolic link stays, its target is replaced."""
+    output = Path(output)
+    output = output.resolve() if output.is_symlink() else output
+    if output.exists() and not output.is_file():
+        yield output
+        return
+    target = output.with_name(f".{output.name}.{os.getpid()}.partial")
+    try:
+        yield target
+        _move_into_place(target, output)
+    finally:
+        target.unlink(missing_ok=True)
+def _move_into_place(done: Path, output: Path) -> None:
+    """Rename the finished `done` to `output`, an earlier `output` first renamed aside
+    and removed after. Renaming straight over an existing file makes ext4 start writing
+    the new file's data to disk then and there (its `auto_da_alloc` guard against
+    truncated files after a crash): 9.5 ms for 21 MiB here, a seventh of `probcep
+    group`'s time on a million timesteps (docs/performance.md §1). Nothing here is
+    synced, so power-loss durability is not promised either way; between the two
+    renames (two system calls) `output` does not exist."""
+    aside = done.with_suffix(".old")  # .NAME.PID.old
+    try:
+        os.rename(output, aside)
+    except FileNotFoundError:
+        aside = None
+    try:
+        os.rename(done, output)
+    except BaseException:
+        if aside is not None:
+            os.rename(aside, output)
+        raise
+    if aside is not None:
+        aside.unlink(missing_ok=True)
+
 
 
 def stdout_closed() -> bool:

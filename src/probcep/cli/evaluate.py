@@ -39,21 +39,32 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from probcep.cli.figure import image_format, plot_sweep
     from probcep.errors import ProbcepError
     from probcep.lake.tables import ALERTS, GROUPS
     from probcep.pipeline.context import RunContext
-    from probcep.pipeline.evaluate import SWEEP, evaluate, plot_sweep, read_episodes
+    from probcep.pipeline.evaluate import SWEEP, evaluate, read_episodes
 
     ctx = RunContext.open("evaluate", settings=args.settings, lake=args.lake,
                           registry=args.registry, patterns=args.pattern)
     episodes = read_episodes(args.episodes, ctx.clock)
-    names = [p.name for p in ctx.exact
-             if args.pattern or p.name in set(episodes.pattern)]
+    named = set(episodes.pattern)
+    names = [p.name for p in ctx.exact if args.pattern or p.name in named]
     if not names:
         raise ProbcepError(f"{args.episodes}: names no registered exact pattern "
-                           f"({', '.join(sorted(set(episodes.pattern)))})")
+                           f"({', '.join(sorted(named))})")
+    unknown = sorted(named - {p.name for p in ctx.exact})
+    if unknown and not args.pattern:  # a misspelt name would drop its episodes unseen
+        raise ProbcepError(f"{args.episodes}: names pattern(s) {unknown} that "
+                           f"{ctx.settings.registry} does not register as exact patterns "
+                           f"(give --pattern NAME to score only some)")
     if args.plot and not args.sweep:
         raise ProbcepError("--plot draws a sweep: give --sweep too")
+    if args.plot:
+        image_format(args.plot)
+    if args.threshold is not None and not 0 <= args.threshold <= 1:
+        raise ProbcepError(f"--threshold must be a probability in [0, 1], got "
+                           f"{args.threshold}")
     if not GROUPS.exists(ctx.lake):  # a mistyped --lake would score nothing found
         raise ProbcepError(f"{GROUPS.path(ctx.lake)}: no gold groups table here (run the "
                            f"pipeline first, or give --lake)")

@@ -1,8 +1,11 @@
-"""Draw one stream: its per-timestep distributions and the groups found in it.
+"""The figures of the command line: one stream with the groups found in it (`probcep
+plot`), and an evaluation's threshold sweep (`probcep evaluate --sweep --plot`).
 
-The top panel stacks the symbol probabilities over time; the bottom panel draws each
-group as a bar from t_start to t_end (t_first marked for complete overlap), labelled
-with its probability, so a person can see why a group starts and ends where it does.
+The stream's top panel stacks the symbol probabilities over time; the bottom panel draws
+each group as a bar from t_start to t_end (t_first marked for complete overlap),
+labelled with its probability, so a person can see why a group starts and ends where it
+does. The image format is the file's extension, checked before any work
+(`image_format`); the file is written whole or not at all.
 """
 
 from __future__ import annotations
@@ -10,6 +13,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+from probcep.cli.destinations import replacing
+from probcep.errors import ProbcepError
+
+
+def image_format(path: Path) -> str:
+    """The format `path`'s extension names, one matplotlib writes; else ProbcepError."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    kind = Path(path).suffix.lower().lstrip(".")
+    if kind not in formats:
+        raise ProbcepError(f"cannot write {path}: its extension names no image format "
+                           f"matplotlib writes ({', '.join('.' + f for f in formats)})")
+    return kind
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    with replacing(path) as target:
+        fig.savefig(target, dpi=110, format=image_format(path))
+    plt.close(fig)
+    return Path(path)
 
 
 def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, groups,
@@ -63,10 +90,32 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
         bottom.set_xlabel("time (UTC)")
         bottom.set_xlim(times[0] - 0.5, times[-1] + 0.5)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
+
+
+def plot_sweep(path: Path, rows) -> Path:
+    """Found and false alarms against the threshold, one pair of lines per pattern
+    (`rows`: `probcep.pipeline.evaluate.Evaluation`s)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name in dict.fromkeys(r.pattern for r in rows):
+        mine = [r for r in rows if r.pattern == name and r.threshold is not None]
+        x = [r.threshold for r in mine]
+        line, = ax.plot(x, [r.found for r in mine], marker="o", label=f"{name}: found")
+        ax.plot(x, [r.false_alarms for r in mine], marker="x", linestyle="--",
+                color=line.get_color(), label=f"{name}: false alarms")
+        if mine:
+            ax.axhline(mine[0].true, color=line.get_color(), linewidth=0.6, alpha=0.5)
+    ax.set_xlabel("probability threshold")
+    ax.set_ylabel("episodes / groups")
+    ax.set_title("found (thin lines: true episodes) and false alarms by threshold")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return _save(fig, path)
 
 
 def _as_dicts(groups):

@@ -13,7 +13,6 @@ same columns as an Arrow table. `probcep approx`'s column writer is `approx_outp
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from probcep.cli.destinations import drop_stdout
+from probcep.cli.destinations import drop_stdout, replacing
 from probcep.cli.floats import WIDTH, repr_texts
 from probcep.cli.lines import SLACK, VALUE_WIDTH, Arena, assemble, constant_words
 from probcep.engine.grouping import GroupColumns
@@ -166,8 +165,8 @@ def _write_parquet(streams: list[tuple[str, GroupColumns]], output: Path) -> Non
         "n_matches": column("n_matches", np.int64),
         "max_match_probability": column("max_match_probability", np.float64),
     })
-    with writing(output):
-        pq.write_table(table, output)
+    with writing(output), replacing(output) as target:
+        pq.write_table(table, target)
 
 
 def write_lines(rows: list[dict], output: Path | None) -> None:
@@ -179,26 +178,13 @@ def write_text(chunks, output: Path | None) -> None:
     """Chunks of ASCII text (str, or bytes-like) into `output` or onto stdout. A full
     disk (or a full pipe target, such as `> /dev/full`) is one error line naming the
     file, never a traceback, and never a second error when Python flushes stdout at
-    exit. A regular file is written whole or not at all: the text goes to a temporary
-    file beside it, moved into place at the end (`_move_into_place`), so an error
-    halfway (a full disk, an engine error while lines are streamed) leaves the file as
-    it was."""
+    exit. A regular file is written whole or not at all (`destinations.replacing`), so
+    an error halfway (a full disk, an engine error while lines are streamed) leaves the
+    file as it was."""
     if output is not None:
-        shown, output = output, Path(output)
-        output = output.resolve() if output.is_symlink() else output  # the link stays
-        special = output.exists() and not output.is_file()  # /dev/full, a FIFO: as is
-        target = output if special else \
-            output.with_name(f".{output.name}.{os.getpid()}.partial")
-        with writing(shown):
-            try:
-                with open(target, "wb") as f:
-                    for text in chunks:
-                        f.write(text.encode("ascii") if isinstance(text, str) else text)
-                if target != output:
-                    _move_into_place(target, output)
-            finally:
-                if target != output:
-                    target.unlink(missing_ok=True)
+        with writing(output), replacing(output) as target, open(target, "wb") as f:
+            for text in chunks:
+                f.write(text.encode("ascii") if isinstance(text, str) else text)
         return
     with writing("<stdout>"):
         try:
@@ -210,29 +196,6 @@ def write_text(chunks, output: Path | None) -> None:
         except OSError:
             drop_stdout()
             raise
-
-
-def _move_into_place(done: Path, output: Path) -> None:
-    """Rename the finished `done` to `output`, an earlier `output` first renamed aside
-    and removed after. Renaming straight over an existing file makes ext4 start writing
-    the new file's data to disk then and there (its `auto_da_alloc` guard against
-    truncated files after a crash): 9.5 ms for 21 MiB here, a seventh of `probcep
-    group`'s time on a million timesteps (docs/performance.md §1). Nothing here is
-    synced, so power-loss durability is not promised either way; between the two
-    renames (two system calls) `output` does not exist."""
-    aside = done.with_suffix(".old")  # .NAME.PID.old
-    try:
-        os.rename(output, aside)
-    except FileNotFoundError:
-        aside = None
-    try:
-        os.rename(done, output)
-    except BaseException:
-        if aside is not None:
-            os.rename(aside, output)
-        raise
-    if aside is not None:
-        aside.unlink(missing_ok=True)
 
 
 # --- probcep approx --------------------------------------------------------------------

@@ -12,6 +12,9 @@ from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
 from probcep.errors import ProbcepError
 
+#: The most timesteps one plot of the lake draws (its silent ones filled in).
+MAX_STEPS = 1_000_000
+
 
 def when(text: str) -> int | dt.datetime:
     """A time argument: a timestep (an integer) or an ISO timestamp (UTC unless it says
@@ -56,8 +59,11 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from probcep.cli.figure import image_format
+
     if (args.input is None) == (args.lake is None):
         raise ProbcepError("give either INPUT (a stream file) or --lake (silver and gold)")
+    image_format(args.output)
     return from_lake(args) if args.lake else from_file(args)
 
 
@@ -67,6 +73,7 @@ def from_lake(args: argparse.Namespace) -> int:
     import dataclasses
 
     from probcep.cli.figure import plot_stream
+    from probcep.config.registry import load_registry
     from probcep.config.settings import load_settings
     from probcep.lake.slices import with_silence
     from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS
@@ -74,6 +81,10 @@ def from_lake(args: argparse.Namespace) -> int:
 
     settings = dataclasses.replace(load_settings(args.settings), lake_root=args.lake)
     clock = settings.clock
+    registered = load_registry(settings.registry, settings.domain)
+    if args.pattern not in registered:  # a misspelt name would draw no groups, unsaid
+        raise ProbcepError(f"{settings.registry}: no registered pattern {args.pattern!r} "
+                           f"(registered: {', '.join(registered)})")
 
     def step(value, default):
         if value is None:
@@ -91,6 +102,9 @@ def from_lake(args: argparse.Namespace) -> int:
     hi = step(args.t_to, int(known.t.iloc[-1]))
     if hi < lo:
         raise ProbcepError(f"--to {args.t_to} is before --from {args.t_from}")
+    if hi - lo + 1 > MAX_STEPS:  # silence is drawn too: the range, not the data, costs
+        raise ProbcepError(f"t={lo}..{hi} is {hi - lo + 1:,} timesteps, more than a plot "
+                           f"draws ({MAX_STEPS:,}): narrow --from/--to")
     domain = [c for c in known.columns if c not in SILVER_KEYS]
     probs = with_silence(known.t.to_numpy(), known[domain].to_numpy(), lo, hi,
                          settings.silence)

@@ -28,6 +28,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import pyarrow.csv as pacsv
 
+    from probcep.cli.destinations import replacing
     from probcep.config.settings import load_settings
     from probcep.lake.slices import silver_slice
 
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     print(part.line() + f", {0 if rows is None else rows.num_rows} rows", file=sys.stderr)
     if rows is not None:
         if args.output:
-            pacsv.write_csv(rows, args.output)
+            with replacing(args.output) as target:
+                pacsv.write_csv(rows, target)
         else:
             print(rows.to_pandas().to_string(index=False))
     return 0

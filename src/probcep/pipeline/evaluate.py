@@ -166,28 +166,3 @@ def evaluate(episodes: pd.DataFrame, groups: pd.DataFrame, alerts: pd.DataFrame,
                                    len(card.false_alarms)))
     return rows, cards
 
-
-def plot_sweep(path: Path, rows: list[Evaluation]) -> Path:
-    """Found and false alarms against the threshold, one pair of lines per pattern."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for name in dict.fromkeys(r.pattern for r in rows):
-        mine = [r for r in rows if r.pattern == name and r.threshold is not None]
-        x = [r.threshold for r in mine]
-        line, = ax.plot(x, [r.found for r in mine], marker="o", label=f"{name}: found")
-        ax.plot(x, [r.false_alarms for r in mine], marker="x", linestyle="--",
-                color=line.get_color(), label=f"{name}: false alarms")
-        if mine:
-            ax.axhline(mine[0].true, color=line.get_color(), linewidth=0.6, alpha=0.5)
-    ax.set_xlabel("probability threshold")
-    ax.set_ylabel("episodes / groups")
-    ax.set_title("found (thin lines: true episodes) and false alarms by threshold")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
