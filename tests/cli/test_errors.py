@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -514,3 +515,97 @@ def test_an_image_needs_an_extension_naming_its_format(tmp_path, capsys, name):
                                     "(")
     assert ".png" in err and ".svg" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["streams.csv"]
+
+
+@pytest.mark.parametrize("verb,options", [
+    ("group", ["--pattern", "a", "--policy", "single"]),
+    ("correlate", ["--live-pattern", "a", "--policy", "single", "--archive-pattern", "b",
+                   "--lookback", "2"]),
+])
+def test_a_window_past_the_limit_is_one_line(tmp_path, capsys, verb, options):
+    path = tmp_path / "streams.csv"
+    STREAMS.to_csv(path, index=False)
+    code, _, err = cli(capsys, verb, path, *options, "--window", "99999999999999999999999")
+    assert code == 2
+    assert one_line(err).endswith("is more than the limit of 1,099,511,627,776 timesteps "
+                                  "(MAX_WINDOW)")
+
+
+@pytest.mark.parametrize("option,value,says", [
+    ("--window", "0", "--window must be in 1..9223372036854775807, got 0"),
+    ("--budget", "nan", "--budget must be a finite number >= 0, got nan"),
+    ("--budget", "-3", "--budget must be a finite number >= 0, got -3.0"),
+    ("--burst", "0", "--burst must be a finite number >= 1, got 0.0"),
+    ("--max-matches", "-1", "--max-matches must be >= 0, got -1"),
+])
+def test_approx_options_out_of_range_are_one_line(tmp_path, capsys, option, value, says):
+    path = tmp_path / "events.csv"
+    EVENTS.to_csv(path, index=False)
+    argv = {"--pattern": "a b", "--max-errors": "0", "--window": "3", option: value}
+    code, _, err = cli(capsys, "approx", path, *[x for kv in argv.items() for x in kv])
+    assert code == 2
+    assert one_line(err) == f"probcep approx: error: {says}"
+
+
+def test_max_matches_counts_matches_not_bundle_lines(tmp_path, capsys):
+    path = tmp_path / "events.csv"
+    path.write_text("stream_id,tag,symbol\n" + "".join(
+        f"s,{i + 1},{c}\n" for i, c in enumerate("aeebceaeecdaebd")) + "t2,100,e\n")
+    argv = ["approx", path, "--pattern", "a ( b | c ) d b", "--max-errors", "2", "--window",
+            "5", "--bundles", "--max-matches"]
+    code, out, _ = cli(capsys, *argv, 13)  # 13 matches, and a bundle line
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and sum(x["type"] == "match" for x in lines) == 13 < len(lines)
+    code, _, err = cli(capsys, *argv, 12)
+    assert code == 2 and "more than 12 matches" in one_line(err)
+
+
+def _state_files(tmp_path: Path) -> dict[str, Path]:
+    import io as _io
+    import zipfile
+
+    import numpy as np
+
+    good = tmp_path / "good.npz"
+    STREAMS.to_csv(tmp_path / "streams.csv", index=False)
+    assert main(["group", str(tmp_path / "streams.csv"), "--pattern", "a", "--policy",
+                 "single", "--save-state", str(good), "-o", str(tmp_path / "g.jsonl")]) == 0
+    files = {"empty": b"", "cut short": good.read_bytes()[:300],
+             "a CSV": b"stream_id,t\n", "an array": b""}
+    buf = _io.BytesIO()
+    np.save(buf, np.arange(3))
+    files["an array"] = buf.getvalue()
+    buf = _io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("header.npy", b"not numpy")
+    files["another archive"] = buf.getvalue()
+    buf = _io.BytesIO()
+    np.savez(buf, header=np.array("{not json"))
+    files["a header not JSON"] = buf.getvalue()
+    paths = {}
+    for name, data in files.items():
+        paths[name] = tmp_path / f"{name.replace(' ', '_')}.npz"
+        paths[name].write_bytes(data)
+    return paths
+
+
+def test_a_state_file_that_is_not_one_is_one_line(tmp_path, capsys):
+    for name, path in _state_files(tmp_path).items():
+        capsys.readouterr()
+        code, _, err = cli(capsys, "group", tmp_path / "streams.csv", "--pattern", "a",
+                           "--policy", "single", "--resume-from", path)
+        assert code == 2, name
+        assert one_line(err).startswith(f"probcep group: error: {path}: not a "), name
+
+
+def test_a_failed_output_keeps_the_saved_state_as_it_was(tmp_path, capsys):
+    """The state is moved into place after the lines are written: lines that fail leave
+    the earlier state, so a rerun resumes from where the written lines end."""
+    STREAMS.to_csv(tmp_path / "streams.csv", index=False)
+    state = tmp_path / "state.npz"
+    state.write_bytes(b"the earlier state")
+    code, _, err = cli(capsys, "group", tmp_path / "streams.csv", "--pattern", "a",
+                       "--policy", "single", "--save-state", state, "-o", "/dev/full")
+    assert code == 2 and "no space left on device writing /dev/full" in one_line(err)
+    assert state.read_bytes() == b"the earlier state"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.npz", "streams.csv"]

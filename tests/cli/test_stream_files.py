@@ -1,12 +1,23 @@
-"""The Parquet reader that skips pandas gives the blocks and the errors of the pandas one."""
+"""The Parquet reader that skips pandas gives the blocks and the errors of the pandas one,
+and CSV, JSON lines and Parquet holding the same data read the same."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from probcep.cli.stream_files import blocks_from_frame, read_blocks
+from probcep.cli import main
+from probcep.cli.stream_files import (
+    blocks_from_frame,
+    plain_parquet_domain,
+    read_blocks,
+    read_table,
+)
 from probcep.errors import InputError
 
 
@@ -54,7 +65,7 @@ def test_parquet_reads_as_the_frame_does(tmp_path, name):
         np.testing.assert_array_equal(got_block.probs, want_block.probs)
 
 
-@pytest.mark.parametrize("ids", [("a", "a\x00b"), ("", "\x00"), ("x\x00", "x")])
+@pytest.mark.parametrize("ids", [("a", "a\x00b"), ("\x00", "\x00\x00"), ("x\x00", "x")])
 def test_stream_ids_that_differ_after_a_nul_stay_apart(tmp_path, ids):
     """pandas' factorize hashes a string up to its first NUL: "a" and "a\\x00b" would
     become one stream (its t repeated)."""
@@ -67,3 +78,225 @@ def test_stream_ids_that_differ_after_a_nul_stay_apart(tmp_path, ids):
     f.to_parquet(path, index=False)
     _, read = read_blocks(path)
     assert [(b.stream_id, b.t0) for b in read] == [(b.stream_id, b.t0) for b in blocks]
+
+
+# --- the same data in every format ------------------------------------------------------
+
+SUFFIXES = ("csv", "parquet", "jsonl")
+
+
+def written(frame: pd.DataFrame, path):
+    """`frame` as the file `path` (its format from the suffix)."""
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif path.suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_json(path, orient="records", lines=True)
+    return path
+
+
+def refusal(path) -> str:
+    """What reading `path` is refused with, without the file's name."""
+    with pytest.raises(InputError) as got:
+        read_blocks(path)
+    message = str(got.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    return message.removeprefix(f"{path}: ")
+
+
+def two_steps(stream_id) -> pd.DataFrame:
+    return pd.DataFrame({"stream_id": [stream_id] * 2, "t": [1, 2], "a": [0.5, 1.0],
+                         "b": [0.5, 0.0]})
+
+
+@pytest.mark.parametrize("sid", ["NA", "null", "NULL", "nan", "NaN", "N/A", "#N/A", "None",
+                                 "<NA>", "n/a", "-nan"])
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_words_pandas_takes_for_missing_are_stream_ids(tmp_path, sid, suffix):
+    domain, blocks = read_blocks(written(two_steps(sid), tmp_path / f"in.{suffix}"))
+    assert domain == ("a", "b") and [(b.stream_id, b.t0) for b in blocks] == [(sid, 1)]
+    np.testing.assert_array_equal(blocks[0].probs, [[0.5, 0.5], [1.0, 0.0]])
+
+
+def test_csv_columns_stay_numeric_and_a_nan_probability_is_still_refused(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_text("stream_id,t,a,b\ns,1,0.1,0.9\ns,2,1,0\n")
+    assert read_table(path).dtypes.tolist()[1:] == [np.int64, np.float64, np.int64]
+    for cell, shown in (("nan", "'nan'"), ("NA", "'NA'"), ("", "nan")):
+        path.write_text(f"stream_id,t,a,b\ns,1,0.5,0.5\ns,2,{cell},1\n")
+        assert refusal(path) == (f"stream 's', t=2: probability of 'a' is missing or not a "
+                                 f"number ({shown})")
+    path.write_text("stream_id,t,a,b\ns,NA,0.5,0.5\n")
+    assert refusal(path) == "stream 's': t='NA' is not an integer"
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_an_empty_stream_id_is_missing_in_every_format(tmp_path, suffix):
+    frame = pd.concat([two_steps("s"), two_steps("")], ignore_index=True)
+    path = written(frame, tmp_path / f"in.{suffix}")
+    assert plain_parquet_domain(path) is None if suffix == "parquet" else True
+    assert refusal(path) == "row 2: stream_id is missing"
+    with pytest.raises(InputError, match="row 2: stream_id is missing"):
+        blocks_from_frame(frame)
+
+
+def test_an_empty_stream_id_is_refused_by_groups_fast_path_too(tmp_path, capsys):
+    path = written(pd.concat([two_steps(""), two_steps("s")], ignore_index=True),
+                   tmp_path / "in.parquet")
+    assert main(["group", str(path), "--pattern", "a", "--policy", "single"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"probcep group: error: {path}: row 0: stream_id is missing\n"
+
+
+def approx(capsys, path) -> list[dict]:
+    assert main(["approx", "--pattern", "NA None", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_approx_takes_na_words_as_symbols_and_stream_ids(tmp_path, capsys, suffix):
+    events = pd.DataFrame({"stream_id": ["NA"] * 3, "tag": [1, 2, 3],
+                           "symbol": ["null", "NA", "None"]})
+    rows = approx(capsys, written(events, tmp_path / f"e.{suffix}"))
+    assert [(r["stream_id"], r["symbols"], r["tags"]) for r in rows] == [
+        ("NA", ["NA", "None"], [2, 3])]
+
+
+@pytest.mark.parametrize("column", ["stream_id", "symbol"])
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_approx_refuses_an_empty_stream_id_or_symbol_in_every_format(tmp_path, capsys,
+                                                                       suffix, column):
+    events = pd.DataFrame({"stream_id": ["s"] * 3, "tag": [1, 2, 3], "symbol": ["a"] * 3})
+    events.loc[1, column] = ""
+    path = written(events, tmp_path / f"e.{suffix}")
+    assert main(["approx", "--pattern", "a", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 2
+    assert capsys.readouterr().err == (f"probcep approx: error: {path}: row 1: {column} is "
+                                       f"missing\n")
+
+
+# --- CSV rows and headers that do not fit -----------------------------------------------
+
+@pytest.mark.parametrize("rows,line", [
+    ("s,1,0.5,0.5,0.1\n", 2),  # pandas: the first column an index, "t=0.5 is not an integer"
+    ("x,s,1,0.5,0.5\ns,2,1,0\n", 2),  # pandas: x dropped, the rest accepted
+    ("s,1,0.5,0.5\ns,2,1,0,\n", 3),  # a trailing comma
+    ("s,1,0.5,0.5\n\ns,2,0.5,0.5\ns,3,1,0,7,8\n", 5),
+])
+def test_a_csv_row_with_fields_beyond_the_header_is_refused(tmp_path, rows, line):
+    path = tmp_path / "in.csv"
+    path.write_text("stream_id,t,a,b\n" + rows)
+    fields = rows.splitlines()[line - 2].count(",") + 1
+    assert refusal(path) == f"line {line} has {fields} fields, the header 4"
+
+
+def repeated_parquet(path, names):
+    columns = {"stream_id": pa.array(["s", "s"]), "t": pa.array([1, 2])}
+    arrays = [columns.get(n, pa.array([0.5, 0.5])) for n in names]
+    pq.write_table(pa.Table.from_arrays(arrays, names=names), path)
+    return path
+
+
+@pytest.mark.parametrize("names,repeated", [
+    (["stream_id", "t", "a", "a"], "a"),
+    (["stream_id", "t", "stream_id", "a"], "stream_id"),
+    (["stream_id", "t", "a", "b", "t"], "t"),
+])
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_a_repeated_column_name_is_refused(tmp_path, suffix, names, repeated):
+    path = tmp_path / f"in.{suffix}"
+    cells = {"stream_id": '"s"', "t": "1"}
+    if suffix == "csv":
+        path.write_text(",".join(names) + "\n" + ",".join(
+            cells.get(n, "0.5") for n in names) + "\n")
+    elif suffix == "jsonl":
+        path.write_text("{" + ", ".join(f'"{n}": {cells.get(n, "0.5")}' for n in names)
+                        + "}\n")
+    else:
+        repeated_parquet(path, names)
+        assert plain_parquet_domain(path) is None
+    said = f"column {repeated!r} appears more than once"
+    assert refusal(path) == (f"line 1: {said}" if suffix == "jsonl" else said)
+
+
+def test_a_repeated_column_name_leaves_groups_fast_path(tmp_path, capsys):
+    path = repeated_parquet(tmp_path / "in.parquet", ["stream_id", "t", "a", "a"])
+    assert main(["group", str(path), "--pattern", "a", "--policy", "single"]) == 2
+    assert capsys.readouterr().err == (f"probcep group: error: {path}: column 'a' appears "
+                                       f"more than once\n")
+
+
+# --- JSON lines -------------------------------------------------------------------------
+
+LINE = '{"stream_id": "s", "t": 1, "a": 0.5, "b": 0.5}'
+
+
+@pytest.mark.parametrize("text,said", [
+    (f"{LINE}\n[1, 2]\n", "line 2: not a JSON object"),
+    (f"[1, 2]\n{LINE}\n", "line 1: not a JSON object"),
+    (f"{LINE}\n\n5\n", "line 3: not a JSON object"),
+    (f'{LINE}\n"x"\n', "line 2: not a JSON object"),
+    (f"{LINE}\nnull\n", "line 2: not a JSON object"),
+    (f'{LINE}\n{{"stream_id": "s",\n', "line 2, column 18: Expecting property name enclosed "
+                                        "in double quotes"),
+])
+def test_a_json_line_that_is_not_an_object_is_named(tmp_path, text, said):
+    path = tmp_path / "in.jsonl"
+    path.write_text(text)
+    assert refusal(path) == said
+
+
+def test_a_null_stream_id_in_json_lines_is_missing_not_the_text_nan(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"stream_id": null, "t": 1, "a": 0.5, "b": 0.5}\n'
+                    '{"stream_id": 7, "t": 1, "a": 1, "b": 0}\n')
+    assert refusal(path) == "row 0: stream_id is missing"
+    path.write_text('{"stream_id": 7, "t": 1, "a": 1, "b": 0}\n')
+    csv = written(pd.DataFrame({"stream_id": ["7"], "t": [1], "a": [1], "b": [0]}),
+                  tmp_path / "in.csv")
+    assert [b.stream_id for b in read_blocks(path)[1]] == ["7"]
+    assert [b.stream_id for b in read_blocks(csv)[1]] == ["7"]
+
+
+# --- Parquet ----------------------------------------------------------------------------
+
+def test_binary_stream_ids_read_as_the_text_a_csv_gives(tmp_path):
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"stream_id": pa.array([b"s", b"\xc3\xa9"], pa.binary()),
+                             "t": [1, 1], "a": [0.5, 1.0], "b": [0.5, 0.0]}), path)
+    assert [b.stream_id for b in read_blocks(path)[1]] == ["s", "é"]
+    pq.write_table(pa.table({"stream_id": pa.array([b"s", b"\xff"], pa.binary()),
+                             "t": [1, 1], "a": [0.5, 1.0], "b": [0.5, 0.0]}), path)
+    assert refusal(path) == "row 1: stream_id is not UTF-8 text"
+
+
+def test_binary_symbols_of_approx_read_as_text(tmp_path, capsys):
+    path = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"stream_id": pa.array([b"NA"] * 3, pa.large_binary()),
+                             "tag": [1, 2, 3],
+                             "symbol": pa.array([b"null", b"NA", b"None"], pa.binary())}),
+                   path)
+    assert [(r["stream_id"], r["symbols"]) for r in approx(capsys, path)] == [
+        ("NA", ["NA", "None"])]
+
+
+@pytest.mark.parametrize("index", [["stream_id"], ["stream_id", "t"], ["t"]])
+def test_a_stored_pandas_index_is_read_as_the_column_it_is(tmp_path, index):
+    want = read_blocks(written(frame(), tmp_path / "in.csv"))
+    path = tmp_path / "in.parquet"
+    frame().set_index(index).to_parquet(path)
+    assert plain_parquet_domain(path) is None
+    got = read_blocks(path)
+    assert got[0] == want[0]
+    assert [(b.stream_id, b.t0) for b in got[1]] == [(b.stream_id, b.t0) for b in want[1]]
+    for got_block, want_block in zip(got[1], want[1]):
+        np.testing.assert_array_equal(got_block.probs, want_block.probs)
+
+
+def test_unnamed_row_labels_stored_by_pandas_are_no_symbol(tmp_path):
+    path = tmp_path / "in.parquet"
+    frame().set_index(pd.Index(np.arange(12) * 7)).to_parquet(path)
+    assert read_table(path).columns.tolist() == ["stream_id", "t", "x", "y"]
+    assert read_blocks(path)[0] == ("x", "y")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.grouping import GroupColumns
-from probcep.engine.transducer import COVER_BUDGET, Transducer
+from probcep.engine.transducer import COVER_BUDGET, COVER_STATES, Transducer
 
 from .reference import reference_groups
 from .test_against_reference import _compile_or_skip, cases
@@ -127,3 +127,18 @@ def test_the_bound_holds_against_the_reference(case, window, budget):
         w[:3] for w in want]
     for g, w in zip(got.probability, want):
         assert abs(g - w[3]) <= 2.0 * budget + 1e-9
+
+
+def test_a_window_far_longer_than_the_stream_costs_what_the_stream_does():
+    """The shared pass's mode-B closure grows with the window, whatever the data: past
+    COVER_STATES composites the per-group pass takes over, which builds only what the
+    rows visit. On 40 rows any window of 40 or more gives the same groups."""
+    probs = _stream(40, 0.3, 2)
+    want, _ = _groups(Query.build("a b+ c", "abcd", policy="complete", threshold=0.0,
+                                  window=40), probs)
+    got, transducer = _groups(Query.build("a b+ c", "abcd", policy="complete", threshold=0.0,
+                                          window=10 ** 9), probs)
+    assert transducer.n_states < 2 * COVER_STATES
+    for name in ("t_start", "t_first", "t_end", "n_matches", "max_match_probability"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    np.testing.assert_allclose(got.probability, want.probability, rtol=1e-12, atol=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from probcep.errors import InputError
 COLUMNS = ("stream_id", "tag", "symbol")
 #: Refuse to print more critical subsequences than this unless told otherwise.
 DEFAULT_MAX_MATCHES = 100_000
+#: The longest window: tags are 64-bit integers, so a window spans at most their range.
+MAX_WINDOW = 2 ** 63 - 1
 
 
 def register(sub) -> None:
@@ -90,8 +93,7 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.max_errors < 0:
-        raise InputError(f"--max-errors must be >= 0, got {args.max_errors}")
+    _check_options(args)
     streams = read_events(args.input)
     training = read_events(args.train) if args.train else {}
     if args.domain:
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
                            stream_id=sid)
             history.refresh_maps()
         policy = make_policy(args.policy, history=history, seed=args.seed)
-    found, n_lines = [], 0
+    found, n_matches = [], 0
     for sid, g in streams.items():
         budget = Budget(args.budget, args.burst) if args.budget is not None else None
         symbols, tags = list(g["symbol"]), [int(t) for t in g["tag"]]
@@ -119,14 +121,13 @@ def run(args: argparse.Namespace) -> int:
                                 trace=True, stream_id=sid)
         except InputError as exc:
             raise InputError(f"{args.input}: {exc}") from exc
-        if result.n_matches + n_lines > args.max_matches:
+        n_matches += result.n_matches
+        if n_matches > args.max_matches:
             raise InputError(f"{args.input}: more than {args.max_matches} matches; narrow the "
                              f"window or the errors, or raise --max-matches")
         codes, names = symbol_codes(symbols)
-        s = stream_matches(sid, result.matches, g["tag"].to_numpy(np.int64), codes, names,
-                           result.bundles if args.bundles else [])
-        found.append(s)
-        n_lines += len(s) + len(s.bundles)
+        found.append(stream_matches(sid, result.matches, g["tag"].to_numpy(np.int64), codes,
+                                    names, result.bundles if args.bundles else []))
         if args.stats:
             s = result.stats
             print(json.dumps({"stream_id": sid, "events": s.events, "candidates": s.candidates,
@@ -134,3 +135,17 @@ def run(args: argparse.Namespace) -> int:
                               "seconds": round(s.seconds, 6)}), file=sys.stderr)
     write_matches(found, args.output)
     return 0
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """The numeric options' ranges, before any file is read."""
+    for name, value, ok, rule in (
+            ("--max-errors", args.max_errors, args.max_errors >= 0, ">= 0"),
+            ("--window", args.window, 1 <= args.window <= MAX_WINDOW, f"in 1..{MAX_WINDOW}"),
+            ("--budget", args.budget, args.budget is None
+             or (math.isfinite(args.budget) and args.budget >= 0), "a finite number >= 0"),
+            ("--burst", args.burst, math.isfinite(args.burst) and args.burst >= 1,
+             "a finite number >= 1"),
+            ("--max-matches", args.max_matches, args.max_matches >= 0, ">= 0")):
+        if not ok:
+            raise InputError(f"{name} must be {rule}, got {value}")

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from probcep.cli.destinations import replacing
 from probcep.cli.group_stream import run_streamed
 from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError
+from probcep.errors import InputError, ProbcepError, writing
 
 STATE_FILE_FORMAT = "probcep-state-file/1"
 
@@ -70,38 +72,44 @@ def run(args: argparse.Namespace) -> int:
     if args.save_state is None:  # the streams end here
         for sid, matcher in matchers.items():
             parts.setdefault(sid, []).append(matcher.finish_columns())
-    write_groups(sorted_groups(parts), args.output)
-    if args.save_state is not None:
-        save_state(args.save_state, query, matchers)
+    if args.save_state is None:
+        write_groups(sorted_groups(parts), args.output)
+        return 0
+    # the state is written first and moved into place last: an error on either file
+    # leaves both as they were, never lines whose state was not saved
+    with writing(args.save_state), replacing(args.save_state) as state:
+        state.write_bytes(state_bytes(query, matchers))
+        write_groups(sorted_groups(parts), args.output)
     return 0
 
 
-def save_state(path: Path, query: Query, matchers: dict[str, StreamMatcher]) -> None:
-    """All streams' states in one .npz file; written to a temporary name, then renamed."""
+def state_bytes(query: Query, matchers: dict[str, StreamMatcher]) -> bytes:
+    """All streams' states as one .npz file."""
     ids = sorted(matchers)
     arrays = {f"stream_{i}": np.frombuffer(matchers[sid].to_bytes(), np.uint8)
               for i, sid in enumerate(ids)}
     header = {"format": STATE_FILE_FORMAT, "query": query.describe(), "streams": ids}
     buf = io.BytesIO()
     np.savez_compressed(buf, header=np.array(json.dumps(header)), **arrays)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(path)
+    return buf.getvalue()
 
 
 def load_state(path: Path, query: Query, transducer: Transducer) -> dict[str, StreamMatcher]:
+    """The streams' states saved by `save_state`; InputError naming the file when it is
+    not one (empty, cut short, another archive) or was saved for another query."""
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+        with np.load(path, allow_pickle=False) as archive:
+            header = json.loads(str(archive["header"]))
+            if not isinstance(header, dict) or header.get("format") != STATE_FILE_FORMAT:
+                raise InputError(f"{path}: not a probcep state file")
+            if header["query"] != query.describe():
+                raise InputError(f"{path}: state was saved for {header['query']}, "
+                                 f"not for {query.describe()}")
+            return {sid: StreamMatcher.from_bytes(query, archive[f"stream_{i}"].tobytes(),
+                                                  transducer)
+                    for i, sid in enumerate(header["streams"])}
+    except ProbcepError:
+        raise
+    except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError,
+            zipfile.BadZipFile) as exc:
         raise InputError(f"{path}: not a readable probcep state file ({exc})") from exc
-    with archive:
-        if "header" not in archive.files:
-            raise InputError(f"{path}: not a probcep state file")
-        header = json.loads(str(archive["header"]))
-        if header.get("format") != STATE_FILE_FORMAT:
-            raise InputError(f"{path}: not a probcep state file")
-        if header["query"] != query.describe():
-            raise InputError(f"{path}: state was saved for {header['query']}, "
-                             f"not for {query.describe()}")
-        return {sid: StreamMatcher.from_bytes(query, archive[f"stream_{i}"].tobytes(), transducer)
-                for i, sid in enumerate(header["streams"])}

@@ -41,6 +41,9 @@ METHODS = ("transducer", "naive")
 STATE_FORMAT = "probcep-stream-state/1"
 #: Rows handed to the compiled loops at a time: bounds the event buffers, not results.
 CHUNK_ROWS = 1 << 14
+#: The longest window (35,000 years of seconds): window arithmetic on 64-bit times, and
+#: the shared pass's blocks of `COVER_BLOCK` windows, must not overflow.
+MAX_WINDOW = 2 ** 40
 
 
 class QueryError(ProbcepError, ValueError):
@@ -66,6 +69,9 @@ class Query:
             raise QueryError(f"threshold must lie in [0, 1], got {self.threshold!r}")
         if self.window is not None and (int(self.window) != self.window or self.window < 1):
             raise QueryError(f"window must be a positive integer, got {self.window!r}")
+        if self.window is not None and self.window > MAX_WINDOW:
+            raise QueryError(f"window {self.window} is more than the limit of {MAX_WINDOW:,} "
+                             f"timesteps (MAX_WINDOW)")
 
     @classmethod
     def build(cls, pattern: str, domain, **options) -> Query:

@@ -33,6 +33,11 @@ EMPTY = 1
 UNKNOWN = -1
 #: Most cells (rows x composites) of the backward array of `cover_probabilities`.
 COVER_CELLS = 1 << 23
+#: Most composites the shared pass builds: the mode-B closure it needs is built whole,
+#: whatever the data visits, and grows with the window (a run looping in one DFA state is
+#: a composite per length up to w); beyond this the per-group pass, which builds only
+#: what the data visits, takes over.
+COVER_STATES = 1 << 15
 #: Groups share a forward pass per this many windows of t_first: the pass starts one
 #: window early, so the shared work is (COVER_BLOCK + 1) / COVER_BLOCK of the rows.
 COVER_BLOCK = 8
@@ -503,21 +508,30 @@ class Transducer:
                 return out
             kept = ids[: pos[3]].copy(), vals[: pos[3]].copy()
             if status == NEED_B:
-                self._close_b(int(cid))
+                if not self._close_b(int(cid)):
+                    return None
                 beta = None
+                if (hi - beta_lo + 1) * self.n_states > COVER_CELLS:
+                    return None
             else:
                 self.build(int(cid), MODE_A if status == NEED_A else MODE_T)
 
-    def _close_b(self, cid: int):
-        """Build the mode-B rows of `cid` and of every composite mode B leads it to."""
-        todo = [cid]
+    def _close_b(self, cid: int) -> bool:
+        """Build the mode-B rows of `cid` and of every composite mode B leads it to;
+        False (what is built stays built, none marked closed) if that would take the
+        transducer past `COVER_STATES` composites."""
+        todo, seen = [cid], set()
         while todo:
             c = todo.pop()
-            if self.b_closed[c]:
+            if self.b_closed[c] or c in seen:
                 continue
             if self.table[c, 0, MODE_B] == UNKNOWN:
+                if self.n_states > COVER_STATES:
+                    return False
                 self.build(c, MODE_B)
-            self.b_closed[c] = True
+            seen.add(c)
             todo.extend(int(d) for d in set(self.table[c, :, MODE_B].tolist())
                         if not self.b_closed[d])
+        self.b_closed[list(seen)] = True
+        return True
 
