@@ -280,6 +280,12 @@ def test_binary_symbols_of_approx_read_as_text(tmp_path, capsys):
                    path)
     assert [(r["stream_id"], r["symbols"]) for r in approx(capsys, path)] == [
         ("NA", ["NA", "None"])]
+    pq.write_table(pa.table({"stream_id": ["s"] * 2, "tag": [1, 2],
+                             "symbol": pa.array([b"a", b"\xff"], pa.binary())}), path)
+    assert main(["approx", "--pattern", "a", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 2
+    assert capsys.readouterr().err == (f"probcep approx: error: {path}: row 1: symbol is "
+                                       f"not UTF-8 text\n")
 
 
 @pytest.mark.parametrize("index", [["stream_id"], ["stream_id", "t"], ["t"]])
