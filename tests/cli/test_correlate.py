@@ -120,3 +120,19 @@ def test_bad_options_exit_2_with_a_message(tmp_path, capsys, options, message):
     assert code == 2 and rows == []
     assert err.startswith("probcep correlate: error: ") and message in err
     assert err.count("\n") == 1
+
+
+def test_a_parquet_output_holds_the_lines_fields(tmp_path, capsys):
+    path = tmp_path / "streams.csv"
+    _random_streams(3).to_csv(path, index=False)
+    options = ["--live-pattern", "a b+ c", "--policy", "single", "--threshold", "0.01",
+               "--window", "6", "--archive-pattern", "b b", "--lookback", "30"]
+    code, lines, _ = run(capsys, path, *options)
+    assert code == 0 and lines
+    code, _, _ = run(capsys, path, *options, "-o", str(tmp_path / "rows.parquet"))
+    assert code == 0
+    table = pd.read_parquet(tmp_path / "rows.parquet")
+    assert list(table.columns) == list(lines[0])
+    got = [{k: (None if pd.isna(v) else v) for k, v in row.items()}
+           for row in table.to_dict("records")]
+    assert got == lines

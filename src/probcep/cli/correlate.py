@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from probcep.cli.output import write_lines
 from probcep.cli.stream_files import read_blocks
@@ -18,6 +19,12 @@ from probcep.errors import InputError
 
 #: Timesteps per statistics bucket for `auto` (a day of minutes; any size is sound).
 STATS_BUCKET = 1440
+#: The columns of `-o FILE.parquet`: the JSON lines' fields, in their order.
+CORRELATED = pa.schema([
+    ("stream_id", pa.string()), ("t_start", pa.int64()), ("t_first", pa.int64()),
+    ("t_end", pa.int64()), ("n_matches", pa.int64()), ("max_match_probability", pa.float64()),
+    ("live_probability", pa.float64()), ("archive_probability", pa.float64()),
+    ("r_lo", pa.int64()), ("r_hi", pa.int64()), ("probability", pa.float64())])
 
 
 def register(sub) -> None:
@@ -48,7 +55,8 @@ def register(sub) -> None:
                    help="print groups whose correlation probability is >= τ (default 0)")
     p.add_argument("--strategy", choices=STRATEGIES, default="auto",
                    help="how the archive is read (the rows never change; default auto)")
-    p.add_argument("-o", "--output", type=Path, help="write JSON lines here, not to stdout")
+    p.add_argument("-o", "--output", type=Path,
+                   help="write JSON lines here, not to stdout (Parquet if it ends in .parquet)")
     p.set_defaults(handler=run)
 
 
@@ -76,5 +84,5 @@ def run(args: argparse.Namespace) -> int:
              if args.strategy == "auto" else None)
     rows = correlate(corr, Transducer(corr.dfa, corr.window), groups, timeline,
                      args.strategy, night, stats)
-    write_lines([r.as_dict() for r in rows], args.output)
+    write_lines([r.as_dict() for r in rows], args.output, CORRELATED)
     return 0

@@ -169,8 +169,15 @@ def _write_parquet(streams: list[tuple[str, GroupColumns]], output: Path) -> Non
         pq.write_table(table, target)
 
 
-def write_lines(rows: list[dict], output: Path | None) -> None:
-    """One JSON line per row (`json.dumps`), for outputs too small to need column formatting."""
+def write_lines(rows: list[dict], output: Path | None, schema: pa.Schema) -> None:
+    """One JSON line per row (`json.dumps`), for outputs too small to need column
+    formatting; or Parquet (in `schema`) if `output` ends in `.parquet`, as elsewhere."""
+    if output is not None and output.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        with writing(output), replacing(output) as target:
+            pq.write_table(pa.Table.from_pylist(rows, schema), target)
+        return
     write_text([json.dumps(r) + "\n" for r in rows], output)
 
 
