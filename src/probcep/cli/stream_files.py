@@ -7,8 +7,13 @@ Every problem is reported with the file, the stream and the timestep it concerns
 
 from __future__ import annotations
 
+import csv
+import json
+import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -31,28 +36,179 @@ class StreamBlock:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a .csv, .parquet or .jsonl file into a DataFrame."""
+    """Read a .csv, .parquet or .jsonl file into a DataFrame, the same data alike in each:
+    an empty text is missing (CSV cannot tell the two apart), a repeated column name
+    is refused."""
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
         if suffix == ".csv":
-            return pd.read_csv(path, dtype={"stream_id": str}, float_precision="round_trip")
-        if suffix == ".parquet":  # stream ids as a dictionary: no Python string per row
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            schema = pq.read_schema(path)
-            ids = [n for n in ("stream_id",) if n in schema.names
-                   and (pa.types.is_string(schema.field(n).type)
-                        or pa.types.is_large_string(schema.field(n).type))]
-            return pq.read_table(path, read_dictionary=ids).to_pandas()
+            return _read_csv(path)
+        if suffix == ".parquet":
+            return _empty_as_missing(_read_parquet(path))
         if suffix in (".jsonl", ".ndjson"):
-            return pd.read_json(path, lines=True, dtype={"stream_id": str}, precise_float=True)
+            return _empty_as_missing(_read_jsonl(path))
+    except InputError:
+        raise
     except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: cannot read as {suffix[1:]}: {exc}") from exc
+        raise InputError(f"{path}: cannot read as {suffix[1:]}: {_one_line(exc)}") from exc
     raise InputError(f"{path}: unsupported format {suffix!r} (use .csv, .parquet or .jsonl)")
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """pandas' reader, told that only an empty field is missing (by default `NA`, `null`,
+    `None`, `nan` and more are, losing streams and symbols of those names), and that no
+    column is an index (it makes the first one an index when a row has a field more than
+    the header, shifting the others)."""
+    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+    names = header.iloc[0].tolist() if len(header) else []
+    _refuse_repeated(names, path)  # pandas would read a second `a` as a symbol `a.1`
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)  # fields beyond the header
+        try:
+            return pd.read_csv(path, dtype={"stream_id": str}, float_precision="round_trip",
+                               keep_default_na=False, na_values=[""], index_col=False)
+        except (pd.errors.ParserWarning, pd.errors.ParserError) as exc:
+            _refuse_long_rows(path, len(names))
+            raise InputError(f"{path}: cannot read as csv: {_one_line(exc)}") from exc
+
+
+def _refuse_long_rows(path: Path, width: int) -> None:
+    """Name the first line with more fields than the header's `width` (pandas warns
+    without a line, or counts the index it would make among the fields)."""
+    with path.open(newline="", encoding="utf-8-sig", errors="replace") as text:
+        rows, line, header = csv.reader(text), 0, True
+        try:
+            for row in rows:
+                first, line = line + 1, rows.line_num
+                if row and not header and len(row) > width:
+                    raise InputError(f"{path}: line {first} has {len(row)} fields, "
+                                     f"the header {width}")
+                header = header and not row
+        except csv.Error:
+            return  # pandas' own message then
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    """Arrow's reader, stream ids as a dictionary (no Python string per row). A column
+    pandas stored as the index (`stream_id` after `set_index`) is read as the column it
+    is, unnamed row labels are left out, and binary columns are decoded as UTF-8, the
+    text a CSV of them holds."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    _refuse_repeated(schema.names, path)
+    ids = [n for n in ("stream_id",) if n in schema.names
+           and (pa.types.is_string(schema.field(n).type)
+                or pa.types.is_large_string(schema.field(n).type))]
+    table = pq.read_table(path, read_dictionary=ids).drop_columns(_row_labels(schema))
+    for i, field in enumerate(table.schema):
+        if pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type):
+            table = table.set_column(i, field.name, _utf8(table.column(i), field.name, path))
+    return table.to_pandas(ignore_metadata=True)
+
+
+def _row_labels(schema) -> list[str]:
+    """The columns in which pandas stored an unnamed index: row labels, not data."""
+    meta = schema.pandas_metadata or {}
+    stored = {i for i in meta.get("index_columns", []) if isinstance(i, str)}
+    return [c["field_name"] for c in meta.get("columns", [])
+            if c.get("field_name") in stored and c.get("name") is None]
+
+
+def _utf8(column, name: str, path: Path):
+    """A binary column as text, or an error naming the first value that is not UTF-8."""
+    import pyarrow as pa
+
+    try:
+        return column.cast(pa.large_string())
+    except pa.ArrowInvalid:
+        for row, value in enumerate(column.to_pylist()):
+            try:
+                if value is not None:
+                    value.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{path}: row {row}: {name} is not UTF-8 text") from None
+        raise
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    """One JSON object a line, by the json module: pandas' reader keeps the last of a
+    repeated key, fails with a traceback on a line that is not an object and reads a
+    null stream id as the text "nan". An id that is a number is its text, as in CSV."""
+    with path.open(encoding="utf-8-sig") as text:
+        lines = text.read().split("\n")
+    decode = json.JSONDecoder(object_pairs_hook=_unique_keys).decode
+    try:
+        records = [decode(line) for line in lines if line and not line.isspace()]
+    except ValueError:
+        records = [None]
+    if not all(type(r) is dict for r in records):
+        _refuse_bad_line(path, lines, decode)
+    frame = pd.DataFrame(records)
+    if "stream_id" in frame and pd.api.types.infer_dtype(frame["stream_id"]) != "string":
+        frame["stream_id"] = [_text(r.get("stream_id")) for r in records]  # 7 stays "7"
+    return frame
+
+
+def _refuse_bad_line(path: Path, lines: list[str], decode) -> NoReturn:
+    """Name the first line that is not a JSON object, or holds a repeated key."""
+    for n, line in enumerate(lines, 1):
+        if not line or line.isspace():
+            continue
+        try:
+            record = decode(line.rstrip())
+        except _RepeatedKey as exc:
+            raise InputError(f"{path}: line {n}: column {exc.args[0]!r} appears more "
+                             f"than once") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {n}, column {exc.colno}: {exc.msg}") from None
+        if type(record) is not dict:
+            raise InputError(f"{path}: line {n}: not a JSON object")
+    raise InputError(f"{path}: not one JSON object a line")  # not reached: a line failed
+
+
+def _text(value):
+    """A stream id as text: a number as JSON writes it, missing as missing."""
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+class _RepeatedKey(ValueError):
+    """A JSON object names a key twice (json would keep the last silently)."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    keys = dict(pairs)
+    if len(keys) < len(pairs):
+        raise _RepeatedKey(next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1))
+    return keys
+
+
+def _refuse_repeated(names, path: Path) -> None:
+    """Which of two columns of one name holds the symbol (or the key) is anyone's guess."""
+    repeated = [n for n, count in Counter(names).items() if count > 1]
+    if repeated:
+        raise InputError(f"{path}: column {repeated[0]!r} appears more than once")
+
+
+def _empty_as_missing(frame: pd.DataFrame) -> pd.DataFrame:
+    """An empty text as a missing value, as a CSV's empty field reads."""
+    for name, column in frame.items():
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            if "" in column.cat.categories:
+                frame[name] = column.cat.remove_categories([""])
+        elif column.dtype == object or pd.api.types.is_string_dtype(column.dtype):
+            empty = column.eq("")
+            if empty.any():
+                frame[name] = column.mask(empty)
+    return frame
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
 
 
 def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple[str, ...],
@@ -68,8 +224,9 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     if not domain:
         raise InputError(f"{source}: no symbol columns besides stream_id and t")
     codes, uniques = _factorized(frame["stream_id"])
-    if (codes < 0).any():
-        row = int(np.flatnonzero(codes < 0)[0])
+    missing = (codes < 0) | np.isin(codes, [k for k, u in enumerate(uniques) if u == ""])
+    if missing.any():  # an empty id too, as in a CSV file, which cannot tell them apart
+        row = int(np.flatnonzero(missing)[0])
         raise InputError(f"{source}: row {row}: stream_id is missing")
     names, codes = _ranked(uniques, codes)
     t = pd.to_numeric(frame["t"], errors="coerce")
@@ -207,25 +364,40 @@ def read_blocks(path: str | Path):
 
 
 def plain_parquet_domain(path: Path) -> tuple[str, ...] | None:
-    """The domain of a Parquet file of the plain kind (string ids, integer times, numeric
-    symbols, no stored pandas index), read from its schema; None for any other file."""
+    """The domain of a Parquet file of the plain kind (string ids that its statistics show
+    are never empty, integer times, numeric symbols, no repeated name, no stored pandas
+    index), read from its footer; None for any other file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        schema = pq.read_schema(path)
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
     except (ValueError, OSError):
         return None  # read_table says what is wrong
     index = (schema.pandas_metadata or {}).get("index_columns", [])
-    if any(isinstance(i, str) for i in index) or not all(
-            name in schema.names for name in KEY_COLUMNS):
-        return None  # a stored pandas index (pandas makes it no column) or no keys
+    if any(isinstance(i, str) for i in index) or len(set(schema.names)) < len(
+            schema.names) or not all(name in schema.names for name in KEY_COLUMNS):
+        return None  # a stored pandas index, a repeated name or no keys
     string = pa.types.is_string(schema.field("stream_id").type)
     domain = tuple(name for name in schema.names if name not in KEY_COLUMNS)
     plain = (string and pa.types.is_signed_integer(schema.field("t").type) and domain
              and all(pa.types.is_floating(schema.field(n).type)
-                     or pa.types.is_integer(schema.field(n).type) for n in domain))
+                     or pa.types.is_integer(schema.field(n).type) for n in domain)
+             and _no_empty_ids(meta, schema.get_field_index("stream_id")))
     return domain if plain else None
+
+
+def _no_empty_ids(meta, column: int) -> bool:
+    """Whether the row groups' statistics show that no stream id is empty (the least
+    text is ""): the readers of plain files take every id as it is. A file without
+    statistics goes the pandas way, which refuses an empty id."""
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        stats = group.column(column).statistics
+        if group.num_rows and (stats is None or not stats.has_min_max or stats.min == ""):
+            return False
+    return True
 
 
 def _parquet_blocks(path: Path):
