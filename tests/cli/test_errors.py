@@ -214,6 +214,18 @@ def test_the_ends_of_int64_are_times_like_any_other(tmp_path, capsys):
         ("hi", MAX - 1, MAX), ("lo", MIN, MIN + 1)]
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_t_does_not_wrap_from_the_top_of_int64_to_its_bottom(tmp_path, capsys, suffix):
+    path = tmp_path / f"wrap{suffix}"
+    frame = pd.DataFrame({"stream_id": ["w", "w"], "t": [MAX, MIN], "a": [1.0, 0.0],
+                          "b": [0.0, 1.0]})
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
+    code, out, err = cli(capsys, "group", path, "--pattern", "a b", "--policy", "single")
+    assert (code, out) == (2, "")
+    assert one_line(err) == (f"probcep group: error: {path}: stream 'w': gap in t after "
+                             f"t={MIN} (next is t={MAX})")
+
+
 # --- a full disk ----------------------------------------------------------------------------
 
 def test_a_full_output_file_is_named(tmp_path, capsys):

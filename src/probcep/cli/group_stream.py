@@ -38,6 +38,8 @@ from probcep.errors import InputError, ProbcepError
 #: Python costs stay small against the engine's (about 3 ms per 65,536 rows).
 BATCH_ROWS = 1 << 16
 _END, _ABANDON = object(), object()
+#: The last time there is: nothing follows it (t + 1 would wrap around to -2^63).
+T_MAX = np.iinfo(np.int64).max
 
 
 class _Abandon(Exception):
@@ -181,7 +183,7 @@ def _layout(codes, times, cols, rows, cuts, tolerance):
         if r == 0 or codes[r] != codes[r - 1]:
             cuts[n_cuts] = r
             n_cuts += 1
-        elif times[r] != times[r - 1] + 1:
+        elif times[r - 1] == T_MAX or times[r] != times[r - 1] + 1:  # no wrap to -2^63
             return -1
     cuts[n_cuts] = n
     return n_cuts + 1

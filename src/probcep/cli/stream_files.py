@@ -272,9 +272,9 @@ def _ranked(uniques, codes: np.ndarray) -> tuple[list[str], np.ndarray]:
 def _blocks(domain, names, codes, times, values, source, raw) -> list[StreamBlock]:
     """Check the rows (in file order; `raw(row, column)` is a cell as read) and cut
     them into one block per stream, streams in the order of `names`."""
-    step_code, step_t = np.diff(codes), np.diff(times)
+    step_code, later = np.diff(codes), times[1:] >= times[:-1]  # no difference: it wraps
     order = None
-    if not ((step_code > 0) | ((step_code == 0) & (step_t >= 0))).all():
+    if not ((step_code > 0) | ((step_code == 0) & later)).all():
         order = np.lexsort((times, codes))  # stable, like a sort by (stream_id, t)
         codes, times = codes[order], times[order]
         values = values[order]
@@ -286,12 +286,14 @@ def _blocks(domain, names, codes, times, values, source, raw) -> list[StreamBloc
     bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(values)]):
         sid, ts = names[codes[lo]], times[lo:hi]
-        step = np.diff(ts)
-        if (step == 0).any():
-            k = int(np.flatnonzero(step == 0)[0])
+        same = ts[1:] == ts[:-1]
+        if same.any():
+            k = int(np.flatnonzero(same)[0])
             raise InputError(f"{source}: stream {sid!r}: t={ts[k]} appears more than once")
-        if (step != 1).any():
-            k = int(np.flatnonzero(step != 1)[0])
+        # sorted, so each step is up; 2^63 - 1 and then -2^63 would differ by 1 in int64
+        gap = (np.diff(ts) != 1) | (ts[1:] < ts[:-1])
+        if gap.any():
+            k = int(np.flatnonzero(gap)[0])
             raise InputError(f"{source}: stream {sid!r}: gap in t after t={ts[k]} "
                              f"(next is t={ts[k + 1]})")
         blocks.append(StreamBlock(sid, int(ts[0]), values[lo:hi]))
