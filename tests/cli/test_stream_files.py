@@ -165,6 +165,14 @@ def test_approx_takes_na_words_as_symbols_and_stream_ids(tmp_path, capsys, suffi
         ("NA", ["NA", "None"], [2, 3])]
 
 
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_symbols_that_look_like_numbers_stay_as_written(tmp_path, suffix):
+    events = pd.DataFrame({"stream_id": ["s"] * 3, "tag": [1, 2, 3],
+                           "symbol": ["01", "1.0", "007"]})
+    read = read_table(written(events, tmp_path / f"e.{suffix}"), text=("stream_id", "symbol"))
+    assert read["symbol"].tolist() == ["01", "1.0", "007"]
+
+
 @pytest.mark.parametrize("column", ["stream_id", "symbol"])
 @pytest.mark.parametrize("suffix", SUFFIXES)
 def test_approx_refuses_an_empty_stream_id_or_symbol_in_every_format(tmp_path, capsys,

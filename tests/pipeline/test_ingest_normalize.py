@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from deltalake import DeltaTable
 
+from probcep.cli import main
 from probcep.config.settings import load_settings
 from probcep.demo.sample import generate_landing
 from probcep.lake.expectations import (
@@ -222,6 +223,11 @@ def test_one_stream_hour_reads_few_files_and_all_its_rows(spark, settings):
     got = part.read().to_pandas()
     assert 40 < len(got) <= 60 and got.t.tolist() == sorted(want.t.tolist())
     np.testing.assert_allclose(got.Room, want.sort_values("t").Room)
+
+    out = settings.lake_root.parent / "slice.csv"
+    assert main(["slice", "--stream", "nobody", "--start", start.isoformat(), "--end",
+                 "2026-01-03", "--lake", str(settings.lake_root), "-o", str(out)]) == 0
+    assert out.read_text().splitlines() == [",".join(f'"{c}"' for c in everything.columns)]
 
 
 def test_bronze_suite_catches_what_ingest_must_never_let_through(spark, settings):

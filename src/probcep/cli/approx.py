@@ -68,7 +68,7 @@ def register(sub) -> None:
 
 def read_events(path: Path) -> dict[str, pd.DataFrame]:
     """One frame (tag, symbol) per stream, in tag order (ties keep file order)."""
-    frame = read_table(path)
+    frame = read_table(path, text=("stream_id", "symbol"))
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")

@@ -37,11 +37,10 @@ def run(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(settings, lake_root=args.lake)
     part = silver_slice(settings, args.stream, args.start, args.end)
     rows = part.read()
-    print(part.line() + f", {0 if rows is None else rows.num_rows} rows", file=sys.stderr)
-    if rows is not None:
-        if args.output:
-            with replacing(args.output) as target:
-                pacsv.write_csv(rows, target)
-        else:
-            print(rows.to_pandas().to_string(index=False))
+    print(part.line() + f", {rows.num_rows} rows", file=sys.stderr)
+    if args.output:  # with no rows, the header alone: the file says the slice is empty
+        with replacing(args.output) as target:
+            pacsv.write_csv(rows, target)
+    elif rows.num_rows:
+        print(rows.to_pandas().to_string(index=False))
     return 0

@@ -35,17 +35,17 @@ class StreamBlock:
     probs: np.ndarray
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
+def read_table(path: str | Path, text: tuple[str, ...] = ("stream_id",)) -> pd.DataFrame:
     """Read a .csv, .parquet or .jsonl file into a DataFrame, the same data alike in each:
     an empty text is missing (CSV cannot tell the two apart), a repeated column name
-    is refused."""
+    is refused, the CSV columns named in `text` stay as written (`01` is not `1`)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if not path.exists():
         raise InputError(f"{path}: no such file")
     try:
         if suffix == ".csv":
-            return _read_csv(path)
+            return _read_csv(path, text)
         if suffix == ".parquet":
             return _empty_as_missing(_read_parquet(path))
         if suffix in (".jsonl", ".ndjson"):
@@ -57,7 +57,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     raise InputError(f"{path}: unsupported format {suffix!r} (use .csv, .parquet or .jsonl)")
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def _read_csv(path: Path, text: tuple[str, ...]) -> pd.DataFrame:
     """pandas' reader, told that only an empty field is missing (by default `NA`, `null`,
     `None`, `nan` and more are, losing streams and symbols of those names), and that no
     column is an index (it makes the first one an index when a row has a field more than
@@ -68,7 +68,8 @@ def _read_csv(path: Path) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("error", pd.errors.ParserWarning)  # fields beyond the header
         try:
-            return pd.read_csv(path, dtype={"stream_id": str}, float_precision="round_trip",
+            return pd.read_csv(path, dtype=dict.fromkeys(text, str),
+                               float_precision="round_trip",
                                keep_default_na=False, na_values=[""], index_col=False)
         except (pd.errors.ParserWarning, pd.errors.ParserError) as exc:
             _refuse_long_rows(path, len(names))

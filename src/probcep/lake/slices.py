@@ -27,6 +27,7 @@ class SilverSlice:
     t_last: int
     files: list[str]
     files_in_table: int
+    schema: object  # silver's pyarrow schema: an empty slice still has its columns
 
     def line(self) -> str:
         return (f"stream {self.stream_id!r}, t={self.t_first}..{self.t_last}: read "
@@ -38,7 +39,7 @@ class SilverSlice:
         import pyarrow.dataset as ds
 
         if not self.files:
-            return None
+            return self.schema.empty_table()
         rows = ds.dataset(self.files, format="parquet").to_table(
             filter=(ds.field("stream_id") == self.stream_id)
             & (ds.field("t") >= self.t_first) & (ds.field("t") <= self.t_last))
@@ -66,6 +67,11 @@ def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,
         raise ProbcepError(f"{SILVER.path(lake)}: no silver table here")
     clock = settings.clock
     first, last = clock.timestep(start), clock.timestep(end - dt.timedelta(0, 0, 1))
-    files = SILVER.files(lake, [("stream_id", "=", stream_id), ("t", ">=", first),
-                                ("t", "<=", last)])
-    return SilverSlice(stream_id, first, last, files, len(SILVER.files(lake)))
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(SILVER.path(lake)))
+    files = table.file_uris(file_pruning_predicate=[
+        ("stream_id", "=", stream_id), ("t", ">=", first), ("t", "<=", last)])
+    return SilverSlice(stream_id, first, last, files, len(table.file_uris()),
+                       pa.schema(table.schema().to_arrow()))
