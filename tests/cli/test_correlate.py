@@ -107,6 +107,25 @@ def test_a_range_before_the_stream_is_empty(tmp_path, capsys):
         assert first["probability"] == first["live_probability"] * times_live
 
 
+@pytest.mark.parametrize("last_t", [2**63 - 1, -(2**63) + 5])
+def test_rows_move_with_the_stream_to_either_end_of_int64(tmp_path, capsys, last_t):
+    """Times are labels: shifted to the ends of the 64-bit range, a stream gives the
+    same rows with the same shift (the top once made the archive's times floats)."""
+    near, far = tmp_path / "near.csv", tmp_path / "far.csv"
+    EXAMPLE.to_csv(near, index=False)
+    shift = last_t - int(EXAMPLE.t.max())
+    EXAMPLE.assign(t=EXAMPLE.t.astype(object) + shift).to_csv(far, index=False)
+    options = ("--live-pattern", "a b* c", "--policy", "complete", "--window", "4",
+               "--archive-pattern", "b", "--lookback", "3", "--min-probability", "0")
+    _, want, _ = run(capsys, near, *options)
+    code, got, err = run(capsys, far, *options)
+    assert code == 0 and err == "" and want
+    for row in want:
+        for key in ("t_start", "t_first", "t_end", "r_lo", "r_hi"):
+            row[key] = None if row[key] is None else row[key] + shift
+    assert got == want
+
+
 @pytest.mark.parametrize("options, message", [
     (["--lookback", "4", "--gap", "0"], "gap must be an integer >= 1, got 0"),
     (["--lookback", "2", "--gap", "3"], "lookback must be an integer >= gap (3), got 2"),

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"{args.input}: stream {block.stream_id!r}: {exc}") from exc
     # Whole timelines: no timestep inside a range is missing, so no silence is ever used.
     timeline = Timeline(np.full(len(domain), np.nan), {
-        b.stream_id: (np.arange(b.t0, b.t0 + len(b.probs)), b.probs) for b in blocks})
+        b.stream_id: (b.t0 + np.arange(len(b.probs)), b.probs) for b in blocks})
     night = (min((b.t0 for b in blocks), default=0),
              max((b.t0 + len(b.probs) - 1 for b in blocks), default=0))
     stats = (ArchiveStats.from_timeline(corr.dfa, corr.window, timeline, STATS_BUCKET)

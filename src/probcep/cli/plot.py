@@ -124,7 +124,7 @@ def from_lake(args: argparse.Namespace) -> int:
              f"{len(alerted)} alerts" + (f", {len(spans)} true episodes" if args.episodes
                                          else ""))
     start = clock.epoch + lo * clock.step
-    out = plot_stream(args.output, np.arange(lo, hi + 1), probs, domain, groups, title,
+    out = plot_stream(args.output, lo + np.arange(hi - lo + 1), probs, domain, groups, title,
                       episodes=spans, start=start, step=clock.step)
     print(f"wrote {out} ({len(groups)} groups, {len(alerted)} alerts in t={lo}..{hi}, "
           f"{start:%Y-%m-%d %H:%M:%S} onwards)")

@@ -181,7 +181,7 @@ class ArchiveStats:
             lo, hi = int(t[0]), max(int(t[-1]), until if until is not None else int(t[-1]))
             ends, _ = match_ends(dfa, window, dense_rows(t, probs, lo, hi, timeline.silence))
             first = lo // bucket
-            sums = np.bincount(np.arange(lo, hi + 1) // bucket - first, weights=ends)
+            sums = np.bincount((lo + np.arange(hi - lo + 1)) // bucket - first, weights=ends)
             counts.update({(sid, first + k): float(v) for k, v in enumerate(sums)})
             covered[sid] = (lo, hi)
         return cls(bucket, counts, covered)
