@@ -621,3 +621,15 @@ def test_a_failed_output_keeps_the_saved_state_as_it_was(tmp_path, capsys):
     assert code == 2 and "no space left on device writing /dev/full" in one_line(err)
     assert state.read_bytes() == b"the earlier state"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.npz", "streams.csv"]
+
+
+@pytest.mark.parametrize("dates, says", [
+    (["--date", "2026-01-01", "--to", "2026-01-02"], "--to goes with --from, not --date"),
+    (["--from", "2026-01-01"], "--from needs --to"),
+])
+def test_run_refuses_dates_it_would_half_use(tmp_path, capsys, dates, says):
+    code, out, err = cli(capsys, "run", *dates, "--lake", tmp_path / "lake")
+    assert (code, out) == (2, "")
+    assert one_line(err) == f"probcep run: error: {says}" + (
+        " (a range: --from D1 --to D2)" if "--date" in dates else "")
+    assert not (tmp_path / "lake").exists()

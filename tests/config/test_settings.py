@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,39 @@ def test_folders_of_a_settings_file_named_relatively_are_absolute(tmp_path, monk
     assert loaded.landing_dir == tmp_path / "land"
     assert loaded.lake_root == tmp_path / "lake"
     assert loaded.registry == tmp_path / "cfg" / "p.yaml"
+
+
+BASE = "lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\ndomain: [A]\n"
+
+
+@pytest.mark.parametrize("text, env, said", [
+    (b"\x00\x01\xff\xfe", {}, "not UTF-8 text"),
+    (BASE + "epoch: 2026-02-30T00:00:00\n", {}, "day is out of range for month"),
+    (BASE + "epoch: '2026-01-01T00:00:00'\n", {"PROBCEP_DOMAIN": "[Door"},
+     "environment PROBCEP_DOMAIN: cannot read '\\[Door' as a YAML value"),
+    (BASE + "epoch: '2026-01-01T00:00:00'\n", {"PROBCEP_EPOCH": "2026-13-01T00:00:00"},
+     "environment PROBCEP_EPOCH: cannot read"),
+    (BASE.replace("x", "/data/lk[1]") + "epoch: '2026-01-01T00:00:00'\n", {},
+     r"lake root /data/lk\[1\]: delta-rs cannot open a table under a path with '\[' or '\]'"),
+])
+def test_unreadable_settings_are_one_error_naming_the_file_or_variable(tmp_path, text, env,
+                                                                        said):
+    path = tmp_path / "s.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(SettingsError, match=said):
+        load_settings(path, env=env)
+
+
+def test_a_lake_given_later_is_checked_too(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "epoch: '2026-01-01T00:00:00'\n")
+    with pytest.raises(SettingsError, match=r"with '\\\\'"):
+        dataclasses.replace(load_settings(path, env={}), lake_root=Path("/data/a\\b"))
+
+
+@pytest.mark.parametrize("epoch", ["'2026-01-01T05:00:00+05:00'", "2026-01-01T05:00:00+05:00",
+                                   "'2026-01-01T00:00:00Z'", "'2026-01-01T00:00:00'"])
+def test_an_epoch_with_an_offset_is_the_same_instant_in_utc(tmp_path, epoch):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + f"epoch: {epoch}\n")
+    assert load_settings(path, env={}).epoch == dt.datetime(2026, 1, 1)

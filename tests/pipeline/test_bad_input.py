@@ -139,6 +139,15 @@ KINDS = {
     "latin1.jsonl": (b'{"stream_id": "caf\xe9", "ts": "2026-01-01T00:00:26", "symbol": '
                      b'"Door", "score": 0.5}\n', 1, 0, 0,
                      {"unreadable file: not UTF-8 text": 1}),
+    # names Spark would expand as globs: each file is read once, as named
+    "glob1.csv": (LONG + good("g1"), 1, 1, 1, {}),
+    "glob[1].csv": (LONG + good("g2"), 1, 1, 1, {}),
+    "glob*.csv": (LONG + good("g3"), 1, 1, 1, {}),
+    "glob{1,2}?.jsonl": ('{"stream_id": "g4", "ts": "2026-01-01T00:00:27", "symbol": "Door", '
+                         '"score": 0.5}\n', 1, 1, 1, {}),
+    "glob[a-z].parquet": (parquet_bytes(pa.table({
+        "stream_id": ["g5"], "ts": pd.to_datetime(["2026-01-01T01:00:00"]),
+        "symbol": ["Door"], "score": [0.5]})), 1, 1, 1, {}),
     "notes.txt": ("remember the milk\n", 1, 0, 0, {"unreadable file: unknown format": 1}),
     "empty.csv": ("", 0, 0, 0, {}),
     "good.csv.gz": (gzip.compress(BIG_CSV.encode()), 60, 60, 60, {}),
@@ -285,3 +294,23 @@ def test_a_batch_that_loses_a_row_is_not_committed(spark, tmp_path, monkeypatch)
                                           r"read, 1 to bronze .* \+ 0 to quarantine"):
         ingest_day(ctx, DAY)
     assert not BRONZE.exists(ctx.lake) and not QUARANTINE.exists(ctx.lake)
+
+
+@pytest.mark.parametrize("where, said", [
+    ("missing root", "landing folder {root} does not exist"),
+    ("root is a file", "landing folder {root} is not a folder"),
+    ("day is a file", "{root}/2026-01-01 is not a folder"),
+])
+def test_a_misplaced_landing_folder_is_refused_not_taken_as_silence(tmp_path, where, said):
+    """Silence empties the day's bronze: a mistyped landing folder must not do that to
+    good days (it did under the default `missing_day: silence`)."""
+    ctx = context(tmp_path, "misplaced")
+    root = ctx.settings.landing_dir
+    if where != "missing root":
+        root.parent.mkdir(exist_ok=True)
+        target = root if where == "root is a file" else root / DAY.isoformat()
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(LONG + good("a"))
+    with pytest.raises(IngestError, match=said.format(root=root).replace("[", r"\[")):
+        ingest_day(ctx, DAY)
+    assert not ctx.settings.lake_root.exists()  # nothing written, nothing emptied

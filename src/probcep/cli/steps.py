@@ -176,6 +176,8 @@ def correlate_day(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from probcep.pipeline.run import run_days
 
+    if args.date and args.last:
+        raise ProbcepError("--to goes with --from, not --date (a range: --from D1 --to D2)")
     first, last = args.date or args.first, args.date or args.last
     if last is None:
         raise ProbcepError("--from needs --to")

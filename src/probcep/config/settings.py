@@ -30,6 +30,8 @@ WIDE_SUMS = ("refuse", "renormalize")
 CACHE_POLICIES = ("creation", "priority", "lru")
 #: Names a symbol cannot have: the columns of a reading in landing files.
 READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
+#: Characters of a lake path delta-rs refuses as a URL or reads as a separator.
+LAKE_PATH_REFUSED = "[]\\"
 
 
 class SettingsError(ProbcepError, ValueError):
@@ -60,6 +62,12 @@ class Settings:
     live_max_files_per_trigger: int = 100
     live_cache_streams: int = 100_000
     live_cache_policy: str = "priority"
+
+    def __post_init__(self):  # here, so that `--lake` and dataclasses.replace check it too
+        odd = sorted(set(str(self.lake_root)) & set(LAKE_PATH_REFUSED))
+        if odd:
+            raise SettingsError(f"lake root {self.lake_root}: delta-rs cannot open a table "
+                                f"under a path with {' or '.join(map(repr, odd))}")
 
     @property
     def checkpoint(self) -> Path:
@@ -110,8 +118,10 @@ def load_settings(path: str | Path | None = None, env=None) -> Settings:
     env = os.environ if env is None else env
     path = settings_file(path, env)
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: cannot read settings: not UTF-8 text ({exc})") from exc
+    except (OSError, yaml.YAMLError, ValueError) as exc:  # ValueError: a date like 02-30
         raise SettingsError(f"{path}: cannot read settings: {exc}") from exc
     if not isinstance(raw, dict):
         raise SettingsError(f"{path}: expected a mapping of settings")
@@ -124,7 +134,11 @@ def load_settings(path: str | Path | None = None, env=None) -> Settings:
     for name in known:
         key = f"PROBCEP_{name.upper()}"
         if key in env:
-            values[name] = yaml.safe_load(env[key])
+            try:
+                values[name] = yaml.safe_load(env[key])
+            except (yaml.YAMLError, ValueError) as exc:
+                raise SettingsError(f"environment {key}: cannot read {env[key]!r} as a "
+                                    f"YAML value: {' '.join(str(exc).split())}") from exc
             origin[name] = f"environment {key}"
     packaged = path.resolve() == PACKAGED.resolve()
     return _checked(values, origin, base=path.parent,
@@ -206,7 +220,8 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     return Settings(
         lake_root=where("lake_root", lake_base), landing_dir=where("landing_dir"),
         spark_master=master, timestep_seconds=step,
-        epoch=epoch.replace(tzinfo=None), domain=tuple(domain), no_reading_symbol=reserved,
+        epoch=epoch.astimezone(dt.UTC).replace(tzinfo=None) if epoch.tzinfo else epoch,
+        domain=tuple(domain), no_reading_symbol=reserved,
         aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
         max_quarantine_fraction=float(fraction),
         registry=where("registry") if v.get("registry") else base / "patterns.yaml",

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probcep.lake.locks import ConcurrentWriteError, Owner
+from probcep.lake.spark import literal
 from probcep.lake.tables import (
     RUN_COLUMNS,
     Table,
@@ -114,7 +115,7 @@ def spark_read(spark, table: Table, lake, filters=None):
     """The table's current files that may hold rows matching `filters` (see
     `Table.files`), read by Spark. None when there is no table or no such file."""
     files = table.files(lake, filters)
-    return spark.read.parquet(*files) if files else None
+    return spark.read.parquet(*map(literal, files)) if files else None
 
 
 # --- staging folders ------------------------------------------------------------------
@@ -270,7 +271,7 @@ def staged_days(frame, table: Table, lake, days, target_file_size: int | None = 
             frame.withColumn(DAY_FOLDER, day_text).write.options(**options) \
                 .partitionBy(DAY_FOLDER).parquet(str(folder))
         found = [p for p in folder.glob(f"{DAY_FOLDER}=*") if _parts(p)]
-        prints = day_fingerprints(frame.sparkSession.read.parquet(str(folder)),
+        prints = day_fingerprints(frame.sparkSession.read.parquet(literal(folder)),
                                   DAY_FOLDER) if found else {}
         names = [c for c in frame.columns if c not in RUN_COLUMNS]
         folders = {}
@@ -297,7 +298,7 @@ def staged_frame(spark, folder: Path, driver_rows: int = DRIVER_CHECK_ROWS,
     if not parts and schema is not None:
         return spark.createDataFrame([], schema)
     if not parts or staged_rows(folder) > driver_rows:
-        return spark.read.parquet(*[str(p) for p in parts] or [str(folder)]) \
+        return spark.read.parquet(*map(literal, parts or [folder])) \
             .drop(DAY_FOLDER)
     return pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas()
 

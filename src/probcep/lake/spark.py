@@ -11,13 +11,25 @@ environment has probcep and the engine's dependencies.
 from __future__ import annotations
 
 import os
+import re
 import sys
+
+from probcep.errors import ProbcepError
+
+#: The master URLs Spark accepts (its SparkContext and spark-submit), checked before a
+#: JVM is started for them: `local[0]` or a typo is one line, not a gateway traceback.
+MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*([1-9]\d*|\*))?\])?"
+                    r"|local-cluster\[[1-9]\d*,\s*[1-9]\d*,\s*[1-9]\d*\]"
+                    r"|spark://\S+|yarn|k8s://\S+|mesos://\S+")
 
 
 def spark_session(master: str | None = None, app: str = "probcep",
                   shuffle_partitions: int = 8):
     from pyspark.sql import SparkSession
 
+    if master is not None and not MASTER.fullmatch(master):
+        raise ProbcepError(f"Spark master {master!r} is not one Spark takes: local, "
+                           f"local[N], local[*], spark://HOST:PORT, yarn or k8s://URL")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     session = (builder.appName(app)
@@ -31,3 +43,10 @@ def spark_session(master: str | None = None, app: str = "probcep",
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def literal(path) -> str:
+    """`path` as Spark's file sources read it by name: they expand `*`, `?`, `[...]` and
+    `{a,b}` like a shell, so a landing file named `a[1].csv` would read `a1.csv` instead
+    (and `b*.csv` every b file); a backslash escapes each of them for Hadoop's glob."""
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", str(path))

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.registry import RegisteredApprox
+from probcep.lake.spark import literal
 from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
 from probcep.pipeline.context import RunContext
 
@@ -89,7 +90,8 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
                APPROX_BUNDLES.schema.empty_table())
         return {"matches": 0, "bundles": 0}
     spark = ctx.spark
-    silver = spark.read.parquet(*files).select("stream_id", "t", *[f"`{d}`" for d in domain])
+    silver = spark.read.parquet(*map(literal, files)).select(
+        "stream_id", "t", *[f"`{d}`" for d in domain])
     histories = {e.name: pickle.dumps(load_history(lake_root, e, day)) for e in entries}
     events = most_likely_symbols(silver, domain)
     out = (events.groupBy("stream_id")

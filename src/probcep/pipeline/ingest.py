@@ -535,6 +535,7 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
     settings = ctx.settings
     reports: dict[dt.date, IngestReport] = {}
     files: dict[dt.date, list[Path]] = {}
+    _refuse_misplaced(settings, days)
     for day in days:
         try:
             files[day] = landing_files(settings, day)  # before Spark: a missing day is quick
@@ -543,6 +544,22 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
     if files:
         reports.update(_ingest_files(ctx, files))
     return [reports[day] for day in days]
+
+
+def _refuse_misplaced(settings: Settings, days) -> None:
+    """A landing root that is not there, or a day's name that is not a folder, is a
+    mistake in the settings or the landing area, not silence: taken as silence it would
+    empty good days (a mistyped `PROBCEP_LANDING_DIR` on a rerun)."""
+    root = settings.landing_dir
+    if not root.is_dir():
+        raise IngestError(f"landing folder {root} " + (
+            "is not a folder" if root.exists() else "does not exist") +
+            " (landing_dir, or PROBCEP_LANDING_DIR): no day is read, none taken as silence")
+    for day in days:
+        folder = root / day.isoformat()
+        if folder.exists() and not folder.is_dir():
+            raise IngestError(f"{folder} is not a folder: a day's landing files go in a "
+                              f"folder named by the day")
 
 
 def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestReport:

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from probcep.lake.spark import literal
+
 FORMATS = {".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json",
            ".parquet": "parquet"}
 COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open}
@@ -229,7 +231,7 @@ def _csv(spark, paths: list[Path], domain, header: list[str]) -> list[Opened | U
                         [StructField(CORRUPT, StringType())])
     frame = (spark.read.schema(schema).option("header", True).option("multiLine", True)
              .option("escape", '"').option("mode", "PERMISSIVE")
-             .option("columnNameOfCorruptRecord", CORRUPT).csv([str(p) for p in paths]))
+             .option("columnNameOfCorruptRecord", CORRUPT).csv([literal(p) for p in paths]))
     # '+' is itself in a URI but url_decode reads it as a space
     uri = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
     source = F.regexp_replace(F.url_decode(uri), "^file:(//)?", "")
@@ -252,7 +254,7 @@ def _csv(spark, paths: list[Path], domain, header: list[str]) -> list[Opened | U
 def _json(spark, path: Path, domain):
     from pyspark.sql import functions as F
 
-    lines = spark.read.text(str(path)).where(F.trim("value") != "")
+    lines = spark.read.text(literal(path)).where(F.trim("value") != "")
     parsed = F.from_json("value", "map<string,string>")
     # a number too large for a double comes out of from_json as the text "Infinity"
     parsed = F.transform_values(parsed, lambda k, v: F.regexp_replace(
@@ -289,7 +291,7 @@ def _parquet(spark, path: Path, domain):
              if pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
     if nanos:  # pandas' default; Spark refuses them unless it reads them as numbers
         spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
-    frame = spark.read.parquet(str(path))
+    frame = spark.read.parquet(literal(path))
     names = frame.columns
     layout = _layout(names)
     known = _known(layout, domain)

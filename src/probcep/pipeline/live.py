@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 
 from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
+from probcep.lake.spark import literal
 from probcep.lake.stream_ranges import Streams
 from probcep.lake.tables import (
     ALERTS,
@@ -154,7 +155,7 @@ class LiveQuery:
         files = (self.ctx.spark.readStream.format("binaryFile").schema(LISTING)
                  .option("recursiveFileLookup", "true")
                  .option("maxFilesPerTrigger", s.live_max_files_per_trigger)
-                 .load(str(s.landing_dir)).select("path", "modificationTime"))
+                 .load(literal(s.landing_dir)).select("path", "modificationTime"))
         writer = (files.writeStream.queryName("probcep_live")
                   .option("checkpointLocation", str(self.checkpoint))
                   .foreachBatch(self.batch))
