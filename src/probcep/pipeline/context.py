@@ -133,7 +133,8 @@ class RunContext:
              source: Path | None = None, master: str | None = None,
              echo: Callable[[str], None] = print) -> RunContext:
         """Settings (see `load_settings`) with the given overrides, the registry checked
-        against the domain, and the chosen patterns (default: all)."""
+        against the domain (its correlations too, so a night never stops halfway at a bad
+        one), and the chosen patterns (default: all; a name given twice counts once)."""
         loaded = load_settings(settings)
         if lake is not None:
             loaded = dataclasses.replace(loaded, lake_root=Path(lake))
@@ -145,8 +146,10 @@ class RunContext:
         if unknown:
             raise ProbcepError(f"{loaded.registry}: no pattern(s) {unknown}; "
                                f"known: {list(entries)}")
-        chosen = tuple(entries[n] for n in (patterns or entries))
-        return cls(loaded, chosen, silver, new_run_id(step), master, echo)
+        chosen = tuple(entries[n] for n in dict.fromkeys(patterns or entries))
+        ctx = cls(loaded, chosen, silver, new_run_id(step), master, echo)
+        ctx.correlations  # noqa: B018 (loads and checks them, once)
+        return ctx
 
     @property
     def lake(self) -> Path:
