@@ -283,3 +283,27 @@ def test_a_backfill_makes_silver_in_one_pass_as_nights_and_a_renormalize_would(
     assert not (silver.date == dt.date(2026, 1, 2)).any()
     late_t = settings.clock.timestep(dt.datetime(2026, 1, 1, 12, 0, 30))
     assert silver[(silver.stream_id == "person-1") & (silver.t == late_t)].Room.iloc[0] > 0.5
+
+
+def test_a_lake_refuses_settings_whose_clock_would_rename_its_times(spark, settings, tmp_path):
+    """Silver's t count timesteps of the clock it was made with; another timestep or
+    epoch would stamp every group with another time (group-day did, silently)."""
+    from probcep.errors import ProbcepError
+
+    write(settings, long_rows(), "readings.csv")
+    ingest_day(run(settings), DAY)
+    normalize_day(run(settings), DAY)
+    path = tmp_path / "probcep.yaml"
+
+    def settings_file(step, epoch):
+        path.write_text(f"lake_root: {settings.lake_root}\nlanding_dir: "
+                        f"{settings.landing_dir}\ntimestep_seconds: {step}\nepoch: '{epoch}'\n"
+                        f"domain: {list(settings.domain)}\nregistry: {settings.registry}\n")
+        return path
+
+    same = RunContext.open("group-day", settings=settings_file(60, "2026-01-01T00:00:00"))
+    assert same.clock == settings.clock
+    for step, epoch in ((30, "2026-01-01T00:00:00"), (60, "2025-12-31T00:00:00")):
+        with pytest.raises(ProbcepError, match="silver's t count timesteps of 60 s from "
+                                               "2026-01-01T00:00:00 UTC, the settings' of"):
+            RunContext.open("group-day", settings=settings_file(step, epoch))

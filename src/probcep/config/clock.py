@@ -17,6 +17,11 @@ class Clock:
     step: dt.timedelta
 
     @property
+    def label(self) -> str:
+        """How silver's commits record the clock its t were counted with."""
+        return f"{self.step.total_seconds():g} s from {self.epoch.isoformat()} UTC"
+
+    @property
     def epoch_micros(self) -> int:
         return int(self.epoch.replace(tzinfo=dt.UTC).timestamp() * 1_000_000)
 

@@ -81,6 +81,16 @@ class Table:
                 rows = rows.append_column(f, pa.nulls(rows.num_rows, f.type))
         return rows.select(self.schema.names)
 
+    def recorded(self, lake, key: str, depth: int = 50) -> str | None:
+        """`key` of the newest of the table's last `depth` commits whose metadata has it
+        (None when none has, or there is no table)."""
+        from deltalake import DeltaTable
+
+        if not self.exists(lake):
+            return None
+        return next((c[key] for c in DeltaTable(str(self.path(lake))).history(depth)
+                     if key in c), None)
+
     def files(self, lake, filters=None, version: int | None = None) -> list[str]:
         """The files of the current snapshot (or of `version`) that may hold rows matching
         `filters` (partition values select files exactly; other columns prune by Delta's

@@ -141,6 +141,12 @@ class RunContext:
         if registry is not None:
             loaded = dataclasses.replace(loaded, registry=Path(registry))
         silver = DistributionFiles(Path(source)) if source else LakeSilver(loaded)
+        made_with = None if source else SILVER.recorded(loaded.lake_root, "clock")
+        if made_with not in (None, loaded.clock.label):
+            raise ProbcepError(f"{SILVER.path(loaded.lake_root)}: silver's t count timesteps "
+                               f"of {made_with}, the settings' of {loaded.clock.label}: "
+                               f"every t would name another time (use the lake's "
+                               f"timestep_seconds and epoch, or another lake_root)")
         entries = load_registry(loaded.registry, silver.domain())
         unknown = [n for n in patterns or () if n not in entries]
         if unknown:

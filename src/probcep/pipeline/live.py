@@ -208,7 +208,7 @@ class LiveQuery:
         if committed(LIVE_STATE, lake, app, batch_id):
             log.info("batch %d: written before a restart, nothing to do", batch_id)
             return None
-        meta = {"run_id": run_id, "batch_id": batch_id}
+        meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label}
         listed = [(p, m) for p, m in listed
                   if p.suffix.lower() in FORMATS and _folder_day(p) is not None]
         data = sorted(p for p, _ in listed)

@@ -63,7 +63,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
         if settings.missing_day == "refuse":
             raise ProbcepError(f"no bronze readings ingested for {day} or later in "
                                f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
-        SILVER.clear_day(lake, day, {"run_id": ctx.run_id, "date": day.isoformat()})
+        SILVER.clear_day(lake, day, {"run_id": ctx.run_id, "date": day.isoformat(),
+                                     "clock": ctx.clock.label})
         reports[day] = NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
     if heard:
         spark = ctx.spark
@@ -75,7 +76,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
                      day=days_name(heard), run_id=ctx.run_id)
 
         made = replace_days(silver, SILVER, lake, heard,
-                            lambda d: {"run_id": ctx.run_id, "date": d.isoformat()},
+                            lambda d: {"run_id": ctx.run_id, "date": d.isoformat(),
+                                       "clock": ctx.clock.label},
                             settings.target_file_bytes, check=check, count="stream_id")
         reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
     return [reports[day] for day in days]
