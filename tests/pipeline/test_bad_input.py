@@ -101,6 +101,17 @@ KINDS = {
                         '"symbol": "Door", "score": 1}\n', 4, 1, 1,
                         {"malformed JSON line (not one JSON object)": 2,
                          "malformed JSON line (a key given twice)": 1}),
+    "not_plain.jsonl": ('{"stream_id": "n1", "ts": "2026-01-01T00:00:28", "symbol": "Door", '
+                        '"score": 0.5}{"stream_id": "lost", "ts": "2026-01-01T00:00:28", '
+                        '"symbol": "Room", "score": 0.5}\n'
+                        '{"stream_id": "n2", "ts": "2026-01-01T00:00:29", "symbol": "Door", '
+                        '"score": 0.5} ]\n'
+                        '{"stream_id": {"a": 1}, "ts": "2026-01-01T00:00:29", "symbol": "Door", '
+                        '"score": 0.5}\n'
+                        '{"stream_id": "n \\"{[\\" ]}", "ts": "2026-01-01T00:00:29", '
+                        '"symbol": "Door", "score": 0.5}\n', 4, 1, 1,
+                        {"malformed JSON line (not one object of plain values: text after it, "
+                         "or an object or array inside)": 3}),
     "unknown_column.csv": ("stream_id,ts,symbol,score,note\n"
                            "s,2026-01-01T00:00:23,Door,0.5,hello\n"
                            "s,2026-01-01T00:00:24,Door,0.5,\n", 2, 1, 1,

@@ -267,7 +267,14 @@ def _json(spark, path: Path, domain):
     extra = F.map_filter(m, lambda k, v: v.isNotNull() & ~F.array_contains(
         F.when(layout == "long", known_long).otherwise(known_wide), k))
     twice = F.size(F.map_keys(m)) != F.size(F.array_distinct(F.map_keys(m)))
+    # Spark's parser stops at the end of the first object, so `{..}{..}` or `{..} ]`
+    # gave one record and lost the rest: with its strings emptied, a line must be one
+    # object of plain values
+    plain = F.regexp_replace("value", r'"(?:[^"\\]++|\\.)*+"', '""').rlike(
+        r"^\s*\{[^{}\[\]]*\}\s*$")
     malformed = (F.when(m.isNull(), "malformed JSON line (not one JSON object)")
+                 .when(~plain, "malformed JSON line (not one object of plain values: "
+                               "text after it, or an object or array inside)")
                  .when(twice, "malformed JSON line (a key given twice)"))
     return _records(
         frame, F.lit(str(path)), layout, domain, lambda name: m[name],
