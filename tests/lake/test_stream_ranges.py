@@ -142,3 +142,12 @@ def test_a_null_stream_id_names_the_file_and_row_group(tmp_path):
     with pytest.raises(ValueError, match=r"nulls.parquet, row group 0: 1 rows have no "
                                          r"stream_id"):
         Streams.read([str(path)], DOMAIN, StreamRange(None, None))
+
+
+def test_a_file_without_a_symbol_of_the_domain_names_it_and_the_way_out(tmp_path):
+    """Silver of a day normalized before a symbol was added to the domain."""
+    path = tmp_path / "old.parquet"
+    pq.write_table(pa.table({"stream_id": ["s0"], "t": [0], "a": [1.0]}), path)
+    with pytest.raises(ValueError, match=r"old.parquet: no column 'b' of the domain: its day "
+                                         r"was normalized under another domain"):
+        Streams.read([str(path)], DOMAIN, StreamRange(None, None))

@@ -210,6 +210,11 @@ class Streams:
         fs, paths = located(files) if files else (None, [])
         for path in paths:
             parquet = pq.ParquetFile(fs.open_input_file(path), read_dictionary=["stream_id"])
+            missing = [d for d in domain if d not in parquet.schema_arrow.names]
+            if missing:  # silver of a day normalized before the domain changed
+                raise InputError(f"{path}: no column {', '.join(map(repr, missing))} of the "
+                                 f"domain: its day was normalized under another domain; "
+                                 f"normalize it again (probcep rerun --from DAY --to DAY)")
             for g, whole in where.row_groups(parquet.metadata):
                 head = parquet.read_row_group(g, columns=["stream_id", "t"])
                 block, kept = _keys(head["stream_id"], head["t"], names,
