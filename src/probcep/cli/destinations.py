@@ -48,6 +48,8 @@ def replacing(output: Path) -> Iterator[Path]:
         _move_into_place(target, output)
     finally:
         target.unlink(missing_ok=True)
+
+
 def _move_into_place(done: Path, output: Path) -> None:
     """Rename the finished `done` to `output`, an earlier `output` first renamed aside
     and removed after. Renaming straight over an existing file makes ext4 start writing
@@ -69,7 +71,6 @@ def _move_into_place(done: Path, output: Path) -> None:
         raise
     if aside is not None:
         aside.unlink(missing_ok=True)
-
 
 
 def stdout_closed() -> bool:
