@@ -75,3 +75,12 @@ def test_nights_backfill_and_rerun(spark, tmp_path, capsys):
     assert main(["run", "--date", sample.days[0].isoformat(), "--lake", str(tmp_path / "x"),
                  "--source", str(sample.folder), "--pattern", "nope"]) == 2
     assert "no pattern(s) ['nope']" in capsys.readouterr().err
+
+    # a source row that is not a distribution (no silver suite checks it) is refused
+    day2.loc[day2.index[7], DOMAIN[0]] = float("nan")
+    day2.to_parquet(path, index=False, coerce_timestamps="us")
+    assert main(["group-day", "--date", sample.days[1].isoformat(), "--lake",
+                 str(tmp_path / "x"), *opts]) == 2
+    err = capsys.readouterr().err
+    assert f"{path.name}, row group 0: stream " in err, err
+    assert f"probability of '{DOMAIN[0]}' is nan, not a number in [0, 1]" in err, err

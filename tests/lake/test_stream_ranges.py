@@ -28,7 +28,7 @@ def batches(draw):
     streams = {}
     for k in range(draw(st.integers(1, 4))):
         t0, n = draw(st.integers(-3, 5)), draw(st.integers(1, 25))
-        streams[f"s{k}"] = (t0, np.arange(n, dtype=float) + 100 * k)
+        streams[f"s{k}"] = (t0, (np.arange(n, dtype=float) + 100 * k) / 1024)  # tags; b = 1 - a
     rows = [(sid, t0 + i, v) for sid, (t0, vals) in streams.items() for i, v in enumerate(vals)]
     cuts = sorted(draw(st.sets(st.integers(1, len(rows) - 1), max_size=len(rows) - 1))
                   if len(rows) > 1 else set())
@@ -60,14 +60,14 @@ def _assert_runs(cut: Streams, i: int, want) -> None:
     got_t = np.concatenate([t + np.arange(len(p)) for t, p in runs])
     np.testing.assert_array_equal(got_t, times)
     np.testing.assert_array_equal(np.concatenate([p for _, p in runs]),
-                                  np.column_stack([vals, -vals]))
+                                  np.column_stack([vals, 1 - vals]))
 
 
 def _table(rows, dictionary: bool) -> pa.Table:
     ids = pa.array([r[0] for r in rows], pa.string())
     return pa.table({"stream_id": ids.dictionary_encode() if dictionary else ids,
                      "t": pa.array([r[1] for r in rows], pa.int64()),
-                     "a": [r[2] for r in rows], "b": [-r[2] for r in rows]})
+                     "a": [r[2] for r in rows], "b": [1 - r[2] for r in rows]})
 
 
 @settings(max_examples=300, deadline=None)
@@ -151,3 +151,20 @@ def test_a_file_without_a_symbol_of_the_domain_names_it_and_the_way_out(tmp_path
     with pytest.raises(ValueError, match=r"old.parquet: no column 'b' of the domain: its day "
                                          r"was normalized under another domain"):
         Streams.read([str(path)], DOMAIN, StreamRange(None, None))
+
+
+@pytest.mark.parametrize("a, b, said", [
+    (float("nan"), 0.0, r"probability of 'a' is nan, not a number in \[0, 1\]"),
+    (1.7, -0.7, r"probability of 'a' is 1.7, not a number in \[0, 1\]"),
+    (0.5, -0.3, r"probability of 'b' is -0.3, not a number in \[0, 1\]"),
+    (0.5, 0.4, r"probabilities sum to 0.9, not 1"),
+])
+def test_a_row_that_is_not_a_distribution_names_its_file_stream_and_t(tmp_path, a, b, said):
+    """`run --source` files reach the engine without silver's suite: a row that is not a
+    distribution is refused where it is, not matched."""
+    path = tmp_path / "distributions-2026-01-01.parquet"
+    pq.write_table(pa.table({"stream_id": ["s0", "s1", "s1"], "t": [0, 0, 1],
+                             "a": [1.0, 0.25, a], "b": [0.0, 0.75, b]}), path)
+    streams = Streams.read([str(path)], DOMAIN, StreamRange(None, None))
+    with pytest.raises(ValueError, match=rf"row group 0: stream 's1', t=1: {said}"):
+        [streams.runs(i) for i in range(len(streams.ids))]

@@ -20,9 +20,8 @@ import pandas as pd
 from numba import njit
 
 from probcep.errors import InputError
+from probcep.lake.stream_ranges import SUM_TOLERANCE  # docs/semantics.md §1
 
-#: Rows must sum to 1 within this tolerance (docs/semantics.md §1).
-SUM_TOLERANCE = 1e-9
 KEY_COLUMNS = ("stream_id", "t")
 
 

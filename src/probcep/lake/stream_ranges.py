@@ -24,6 +24,10 @@ import pyarrow as pa
 
 from probcep.errors import InputError
 
+#: How far a row's probabilities may sum from 1 (docs/semantics.md §1; silver's suite
+#: allows the same).
+SUM_TOLERANCE = 1e-9
+
 
 @dataclass(frozen=True)
 class StreamRange:
@@ -221,11 +225,18 @@ class Streams:
                                     None if whole else where, f"{path}, row group {g}")
                 if len(block.t):
                     keys.append(block)
-                    sources.append((parquet, g, kept))
+                    sources.append((parquet, g, kept, path))
 
         def load(b):
-            parquet, g, kept = sources[b]
-            return _matrix(parquet.read_row_group(g, columns=list(domain)), domain, kept)
+            parquet, g, kept, path = sources[b]
+            matrix = _matrix(parquet.read_row_group(g, columns=list(domain)), domain, kept)
+            if not _plausible(matrix):
+                keys = parquet.read_row_group(g, columns=["stream_id", "t"])
+                _refuse(matrix, domain, f"{path}, row group {g}",
+                        *(keys[c].to_numpy(zero_copy_only=False) if kept is None
+                          else keys[c].to_numpy(zero_copy_only=False)[kept]
+                          for c in ("stream_id", "t")))
+            return matrix
         return cls._cut(names, keys, load)
 
     @classmethod
@@ -313,6 +324,28 @@ def _matrix(rows, domain: tuple[str, ...], kept: np.ndarray | None) -> np.ndarra
     if kept is not None:
         columns = [c[kept] for c in columns]
     return np.column_stack(columns)
+
+
+def _plausible(matrix: np.ndarray) -> bool:
+    """Whether every probability is in [0, 1] and every row sums to 1 (NaN fails)."""
+    inside = ((matrix >= 0) & (matrix <= 1)).all()
+    return bool(inside and (np.abs(matrix.sum(axis=1) - 1.0) <= SUM_TOLERANCE).all())
+
+
+def _refuse(matrix: np.ndarray, domain: tuple[str, ...], place: str, sid: np.ndarray,
+            t: np.ndarray):
+    """InputError naming the first row that is not a distribution: a `--source` file is
+    not checked by silver's suite, and a NaN or a 1.7 would reach the engine."""
+    bad_cell = ~((matrix >= 0) & (matrix <= 1))
+    sums = matrix.sum(axis=1)
+    bad_row = bad_cell.any(axis=1) | ~(np.abs(sums - 1.0) <= SUM_TOLERANCE)
+    r = int(np.flatnonzero(bad_row)[0])
+    where = f"{place}: stream {sid[r]!r}, t={int(t[r])}"
+    if bad_cell[r].any():
+        c = int(np.flatnonzero(bad_cell[r])[0])
+        raise InputError(f"{where}: probability of {domain[c]!r} is {float(matrix[r, c])!r}, "
+                         f"not a number in [0, 1]")
+    raise InputError(f"{where}: probabilities sum to {float(sums[r])!r}, not 1")
 
 
 def _pieces(codes: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
