@@ -69,8 +69,12 @@ KINDS = {
                       {"score is NaN": 1}),
     "negative_score.csv": (LONG + "s,r1,2026-01-01T00:00:13,Door,-0.5\n", 1, 0, 0,
                            {"negative score": 1}),
-    "not_a_number.csv": (LONG + "s,r1,2026-01-01T00:00:13,Door,lots\n", 1, 0, 0,
-                         {"score is not a number": 1}),
+    "not_a_number.csv": (LONG + "s,r1,2026-01-01T00:00:13,Door,lots\n"  # and Java's
+                         "s,r1,2026-01-01T00:00:13,Door,5d\n"  # literals, which Spark's
+                         "s,r1,2026-01-01T00:00:13,Door,0.5f\n"  # cast takes
+                         "s,r1,2026-01-01T00:00:13,Door,0x1p-1\n"
+                         "s,r1,2026-01-01T00:00:13,Door, +.5e0 \n", 5, 1, 1,
+                         {"score is not a number": 4}),
     "unparseable_ts.csv": (LONG + "s,r1,not a time,Door,0.5\n", 1, 0, 0,
                            {"unparseable timestamp": 1}),
     "missing_stream.csv": (LONG + ",r1,2026-01-01T00:00:14,Door,0.5\n", 1, 0, 0,

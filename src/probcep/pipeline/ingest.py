@@ -54,6 +54,9 @@ MAX_SCORE = 1e300
 #: A timestamp starts with a full date: Spark would stamp a bare time (`12:00`) with the
 #: day the job runs, and read `2026` as 2026-01-01T00:00.
 DATE_FIRST = r"^\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}([T ]|$)"
+#: A score's text is a decimal number (or a spelling of infinity or NaN, refused later
+#: with their own reasons): Spark's cast also takes Java's `5d`, `0.5f` and `0x1p-1`.
+DECIMAL = r"^\s*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))\s*$"
 
 
 class IngestError(ProbcepError):
@@ -236,7 +239,7 @@ def _score_checks(text, where: str = "", typed=None):
     its text is null), in the order they are checked."""
     from pyspark.sql import functions as F
 
-    value = text.try_cast("double")
+    value = F.when(text.rlike(DECIMAL), text.try_cast("double"))
     missing = text.isNull()
     if typed is not None:
         value, missing = F.coalesce(typed, value), missing & typed.isNull()
