@@ -94,6 +94,8 @@ BASE = "lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\ndomain: [A]\n"
      "environment PROBCEP_EPOCH: cannot read"),
     (BASE.replace("x", "/data/lk[1]") + "epoch: '2026-01-01T00:00:00'\n", {},
      r"lake root /data/lk\[1\]: delta-rs cannot open a table under a path with '\[' or '\]'"),
+    (BASE + "epoch: '2026-01-01T00:00:00'\nlake_root: elsewhere\n", {},  # not the last kept
+     r"s.yaml: cannot read settings: .*'lake_root' is named twice\n.* line 6"),
 ])
 def test_unreadable_settings_are_one_error_naming_the_file_or_variable(tmp_path, text, env,
                                                                         said):

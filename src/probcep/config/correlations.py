@@ -21,7 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from probcep.config.registry import RegisteredPattern, RegistryError, UniqueKeyLoader
+from probcep.config.registry import RegisteredPattern, RegistryError
+from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine import PatternError
 from probcep.engine.correlate import MODES, Correlation
 from probcep.engine.grouping import QueryError

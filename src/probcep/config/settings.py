@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from probcep.config.clock import Clock
+from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.errors import ProbcepError
 
 PACKAGED = Path(__file__).with_name("probcep.yaml")
@@ -118,7 +119,7 @@ def load_settings(path: str | Path | None = None, env=None) -> Settings:
     env = os.environ if env is None else env
     path = settings_file(path, env)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader) or {}  # noqa: S506
     except UnicodeDecodeError as exc:
         raise SettingsError(f"{path}: cannot read settings: not UTF-8 text ({exc})") from exc
     except (OSError, yaml.YAMLError, ValueError) as exc:  # ValueError: a date like 02-30
@@ -135,7 +136,7 @@ def load_settings(path: str | Path | None = None, env=None) -> Settings:
         key = f"PROBCEP_{name.upper()}"
         if key in env:
             try:
-                values[name] = yaml.safe_load(env[key])
+                values[name] = yaml.load(env[key], Loader=UniqueKeyLoader)  # noqa: S506
             except (yaml.YAMLError, ValueError) as exc:
                 raise SettingsError(f"environment {key}: cannot read {env[key]!r} as a "
                                     f"YAML value: {' '.join(str(exc).split())}") from exc

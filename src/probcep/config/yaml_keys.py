@@ -1,0 +1,46 @@
+"""YAML as probcep's files read it: a key named twice is an error (plain YAML keeps the
+last silently), each mapping knows its keys' lines for messages, and `1e-3` is a number
+(YAML 1.2; YAML 1.1 reads it as text)."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+
+class LineDict(dict):
+    """A YAML mapping that knows the line (1-based) of each of its keys."""
+
+    lines: dict
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps
+    the last silently: a second entry of one name would replace the first unseen), and
+    keeping each key's line for messages."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is named twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+    def construct_located_mapping(self, node):
+        data = LineDict()
+        data.lines = {}
+        yield data
+        data.update(self.construct_mapping(node))
+        data.lines = {self.construct_object(k): k.start_mark.line + 1 for k, _ in node.value}
+
+
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map",
+                                UniqueKeyLoader.construct_located_mapping)
+# YAML 1.1 reads `1e-3` (no dot) as text; a threshold written so is a number (YAML 1.2)
+UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
