@@ -97,3 +97,21 @@ def test_stream_starts_scan_each_file_once(tmp_path):
     for f in files[day]:
         (tmp_path / f).unlink()
     assert kept.of_day(day, files[day]) == first and first
+
+
+def test_silvers_first_day_is_read_from_the_log_at_a_version(tmp_path):
+    """Correlations clip their ranges at it (no stream starts earlier)."""
+    from deltalake import write_deltalake
+
+    from probcep.lake.tables import SILVER
+
+    def rows(day):
+        return pa.table({"stream_id": ["s"], "t": [0], "date": pa.array([day], pa.date32()),
+                         "a": [1.0], "b": [0.0]})
+
+    assert SILVER.first_day(tmp_path) is None
+    path = str(SILVER.path(tmp_path))
+    write_deltalake(path, rows(dt.date(2026, 1, 3)), partition_by=["date"])
+    write_deltalake(path, rows(dt.date(2026, 1, 2)), mode="append")
+    assert SILVER.first_day(tmp_path) == dt.date(2026, 1, 2)
+    assert SILVER.first_day(tmp_path, version=0) == dt.date(2026, 1, 3)

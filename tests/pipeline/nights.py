@@ -77,6 +77,7 @@ class FrameSilver:
     folder: Path
     symbols: tuple = DOMAIN
     fill: tuple | None = None  # what a timestep without a row holds (None: gap-free)
+    start: dt.date | None = None  # the first day with rows (None: not known)
 
     def domain(self):
         return self.symbols
@@ -90,6 +91,9 @@ class FrameSilver:
 
     def version(self):
         return None
+
+    def first_day(self, version):
+        return self.start
 
     def silence(self):
         return self.fill

@@ -124,6 +124,34 @@ def test_nights_equal_one_pass_and_strategies_agree(spark, tmp_path):
     assert correlation_days(ctx, [DAY0], DAY0) == [DAY0, DAY0 + dt.timedelta(1)]
 
 
+def test_a_lookback_of_ages_reads_back_to_the_first_day_of_silver_only(spark, tmp_path):
+    """A lookback reaching millennia before the archive began (dates Python cannot hold)
+    gives the rows of one reaching just before it: no stream's timeline starts earlier,
+    and the statistics cover silver's days only."""
+    silver = make_silver(days=DAYS, streams=3, seed=5)
+    source = FrameSilver(lambda day: day_of(silver, (day - DAY0).days), tmp_path / "in",
+                         fill=SILENCE, start=DAY0)
+    registry = {p.name: p for p in PATTERNS}
+    entry = {"live": "visit", "archive_pattern": "Hallway Door Hallway", "archive_window": 4,
+             "gap": 3, "min_probability": 0.05, "strategy": "auto"}
+    day = DAY0 + dt.timedelta(DAYS - 1)
+    found = {}
+    for lookback in ("100000000d", DAYS * STEPS_PER_DAY):
+        corr = parse_correlation(f"c_{lookback}", {**entry, "lookback": lookback}, DOMAIN,
+                                 registry, dt.timedelta(minutes=10))
+        lake = tmp_path / f"lake_{lookback}"
+        for k in range(DAYS):
+            group_exact(context(lake, source, f"night-{k}"), DAY0 + dt.timedelta(k))
+        correlate_day(context(lake, source, "corr"), day, [corr])
+        found[lookback] = CORRELATIONS.read(lake).to_pandas().drop(
+            columns=["correlation", "correlation_version", "run_id"]).sort_values(
+            ["stream_id", "t_start", "t_first"]).reset_index(drop=True)
+        stats = ARCHIVE_STATS.read(lake).to_pandas()
+        assert set(stats.date) <= {DAY0 + dt.timedelta(k) for k in range(DAYS)}
+    assert len(found[DAYS * STEPS_PER_DAY]) > 5
+    assert found["100000000d"].equals(found[DAYS * STEPS_PER_DAY])
+
+
 def _set(frame, stream, times, rows):
     spot = (frame.stream_id == stream) & frame.t.isin(times)
     frame.loc[spot, list(DOMAIN)] = rows

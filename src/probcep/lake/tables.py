@@ -91,6 +91,16 @@ class Table:
         return next((c[key] for c in DeltaTable(str(self.path(lake))).history(depth)
                      if key in c), None)
 
+    def first_day(self, lake, version: int | None = None) -> dt.date | None:
+        """The earliest day with a file (None: no file, or no table), from the log."""
+        from deltalake import DeltaTable
+
+        if not self.exists(lake):
+            return None
+        days = {p[self.day_column] for p in
+                DeltaTable(str(self.path(lake)), version=version).partitions()}
+        return min(map(dt.date.fromisoformat, days)) if days else None
+
     def files(self, lake, filters=None, version: int | None = None) -> list[str]:
         """The files of the current snapshot (or of `version`) that may hold rows matching
         `filters` (partition values select files exactly; other columns prune by Delta's

@@ -37,6 +37,10 @@ class SilverSource(Protocol):
     def files(self, day: dt.date) -> list[str]:
         """The day's silver as Parquet files (stream_id, t, the domain's columns)."""
 
+    def first_day(self, version: int | None) -> dt.date | None:
+        """The earliest day with silver (at `version`, a Delta version; None: none, or
+        not known): correlations' ranges reach no further back."""
+
     def version(self) -> int | None:
         """The Delta version of silver read (None when silver is not a Delta table)."""
 
@@ -65,6 +69,11 @@ class DistributionFiles:
 
     def prepare(self, ctx: RunContext, days: Sequence[dt.date]) -> None:
         pass
+
+    def first_day(self, version: int | None) -> dt.date | None:
+        days = [dt.date.fromisoformat(p.stem.removeprefix("distributions-"))
+                for p in self.folder.glob("distributions-*.parquet")]
+        return min(days) if days else None
 
     def files(self, day: dt.date) -> list[str]:
         path = self.path(day)
@@ -104,6 +113,9 @@ class LakeSilver:
         """The day's silver files (the Delta snapshot's files of the day's partition);
         none for a day of silence."""
         return SILVER.files(self.settings.lake_root, [("date", "=", day.isoformat())])
+
+    def first_day(self, version: int | None) -> dt.date | None:
+        return SILVER.first_day(self.settings.lake_root, version)
 
     def version(self) -> int | None:
         return SILVER.version(self.settings.lake_root)

@@ -116,6 +116,10 @@ def correlate_groups(ctx: RunContext, day: dt.date, c: RegisteredCorrelation,
     corr = c.correlation
     starts = [g.t_start for gs in groups.values() for g in gs]
     horizon = min([span[0], *starts]) - corr.lookback
+    first = ctx.source.first_day(version)
+    if first is not None:  # no stream's timeline starts before silver's first day, so
+        # no range reaches further (a lookback of years needs no days before the archive)
+        horizon = max(horizon, ctx.clock.day_range(first)[0])
     archive = SilverArchive(archive_files(ctx, version), ctx.clock, ctx.domain,
                             ctx.source.silence(), horizon, max([span[1], *starts]) - corr.gap,
                             starts=first_ts)
