@@ -49,6 +49,27 @@ def test_nights_equal_one_batch_and_midnight_groups_once(spark, tmp_path):
     assert str(stored["ts_start"].type) == "timestamp[us, tz=UTC]"
 
 
+def test_groups_failing_the_gold_suite_are_never_committed(spark, tmp_path, monkeypatch):
+    """A night's groups that fail the suite leave the day's gold and states as they were
+    (alerting reads gold: checking after the commit would have published them)."""
+    from probcep.lake.expectations import ExpectationError
+    from probcep.pipeline import validate_gold
+
+    silver = make_silver(days=1)
+    night(tmp_path, silver, 0, run="good")
+    before = {t.name: t.version(tmp_path) for t in (GROUPS, STATES)}
+    stored = GROUPS.read(tmp_path)
+
+    def refuse(frame, *args, **kwargs):
+        assert len(frame) == stored.num_rows  # the groups about to be committed
+        raise ExpectationError("gold suite failed (for the test)")
+    monkeypatch.setattr(validate_gold, "check_groups", refuse)
+    with pytest.raises(ExpectationError):
+        group_exact(context(tmp_path, daily(silver, tmp_path / "in"), "bad"), DAY0)
+    assert {t.name: t.version(tmp_path) for t in (GROUPS, STATES)} == before
+    assert GROUPS.read(tmp_path).equals(stored)
+
+
 def test_commit_metadata_names_the_run(spark, tmp_path):
     night(tmp_path, make_silver(days=1), 0, run="meta")
     history = DeltaTable(str(GROUPS.path(tmp_path))).history()

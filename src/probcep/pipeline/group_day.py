@@ -5,8 +5,8 @@ per stream on Spark's executors (`group_tasks`), and the day's groups, then its 
 replace what those two tables held for that day and those patterns (one commit each).
 Because a day always resumes from the state saved *before* it, running it again, after
 a crash or on purpose, gives the same rows: nothing is duplicated, and a killed run
-leaves no visible partial commit. The day's groups are checked against the gold suite;
-approximate patterns run after the exact ones (`approx_day`).
+leaves no visible partial commit. The day's groups are checked against the gold suite
+before they are committed; approximate patterns run after the exact ones (`approx_day`).
 """
 
 from __future__ import annotations
@@ -52,12 +52,10 @@ class GroupDayReport:
 def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
     """The exact patterns (groups checked against the gold suite), then the approximate."""
     from probcep.pipeline.approx_day import approx_day
-    from probcep.pipeline.validate_gold import check_groups
 
     result = GroupResult(0, 0, False, False)
     if ctx.exact:
-        result, groups, _ = group_exact(ctx, day)
-        check_groups(groups.to_pandas())
+        result, _, _ = group_exact(ctx, day)
     found = approx_day(ctx, day)["matches"] if ctx.approximate else None
     return GroupDayReport(day, result, found)
 
@@ -102,8 +100,12 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
     """Group one day of silver for the exact patterns and replace that day's gold rows.
 
     Returns the result summary, the day's group rows and the new state rows. `states`
-    overrides the saved states to resume from (reruns pass their own).
+    overrides the saved states to resume from (reruns pass their own). The groups pass
+    the gold suite before anything is committed: groups that fail are never published,
+    and the day's earlier groups and states stay as they were.
     """
+    from probcep.pipeline.validate_gold import check_groups
+
     patterns = ctx.exact
     names = [p.name for p in patterns]
     prev = previous_states(ctx, day) if states is None else states
@@ -117,6 +119,7 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
                                silence=None if silence is None else np.array(silence),
                                until=ctx.clock.day_range(day)[1])
         groups, new_states = split_output(out, day, ctx.run_id, ctx.clock, patterns)
+        check_groups(groups.to_pandas())
         meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
                 "pattern_versions": ",".join(f"{p.name}={p.version}" for p in patterns),
                 **read, **(metadata or {})}

@@ -1,7 +1,7 @@
 """`validate-gold`: a day's gold groups against the gold suite (`gold_groups.json`).
 
 A day's gold rows are few, so they are checked as a pandas frame on the driver, without
-Spark. `group-day` checks the groups it writes the same way before it reports them.
+Spark. `group-day` checks the groups it makes the same way before it commits them.
 """
 
 from __future__ import annotations
