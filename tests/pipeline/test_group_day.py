@@ -142,3 +142,28 @@ def test_rerun_of_unchanged_data_changes_no_rows(spark, tmp_path):
     assert len(done) == 2  # day 0 recomputed, day 1 matched its stored state: stop
     assert all(not d.result.groups_written and not d.result.states_written for d in done)
     assert versions == {t.name: t.version(tmp_path) for t in (GROUPS, STATES, ALERTS)}
+
+
+def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark, tmp_path):
+    """Day 2 grouped before day 1 resumed from day 0's states: its groups lack day 1's
+    readings. Grouping day 1 then says so and names the way out, which restores the rows
+    of the nights in order."""
+    from probcep.pipeline.group_day import group_day
+
+    silver = make_silver(days=3, seed=7)
+    source = FrameSilver(lambda day: day_of(silver, (day - DAY0).days), tmp_path / "in",
+                         fill=(1 / 3, 1 / 3, 1 / 3))  # sparse: a day not seen is silence
+    for k in range(3):
+        group_exact(context(tmp_path / "in_order", source, f"o{k}"), DAY0 + dt.timedelta(k))
+    for k, warned in ((0, ()), (2, ()), (1, (DAY0 + dt.timedelta(2),))):
+        report = group_day(context(tmp_path / "jumbled", source, f"n{k}"),
+                           DAY0 + dt.timedelta(k))
+        assert report.grouped_after == warned
+    assert (f"warning: {DAY0 + dt.timedelta(2)} was grouped before {DAY0 + dt.timedelta(1)}"
+            in report.line())
+    assert f"probcep rerun --from {DAY0 + dt.timedelta(1)} --to" in report.line()
+    assert not group_rows(tmp_path / "jumbled").equals(group_rows(tmp_path / "in_order"))
+    rerun_days(context(tmp_path / "jumbled", source, "fix"), DAY0 + dt.timedelta(1),
+               DAY0 + dt.timedelta(1))
+    pd.testing.assert_frame_equal(group_rows(tmp_path / "jumbled"),
+                                  group_rows(tmp_path / "in_order"))

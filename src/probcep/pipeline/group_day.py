@@ -42,22 +42,45 @@ class GroupDayReport:
     day: dt.date
     result: GroupResult
     approx_matches: int | None  # None: no approximate pattern ran
+    grouped_after: tuple[dt.date, ...] = ()  # later days grouped before this one
 
     def line(self) -> str:
-        return (f"{self.day}: {self.result.groups} groups final over {self.result.streams} "
+        line = (f"{self.day}: {self.result.groups} groups final over {self.result.streams} "
                 f"streams (validated)" + ("" if self.approx_matches is None else
                                           f", approximate match classes {self.approx_matches}"))
+        if self.grouped_after:
+            later = self.grouped_after
+            line += (f"\nwarning: {later[0]}" + (f" and {len(later) - 1} later days were" if
+                                                  len(later) > 1 else " was") +
+                     f" grouped before {self.day}, without its readings (a group running "
+                     f"into them from {self.day} is missing there): `probcep rerun --from "
+                     f"{self.day} --to {self.day}` recomputes them")
+        return line
 
 
 def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
     """The exact patterns (groups checked against the gold suite), then the approximate."""
     from probcep.pipeline.approx_day import approx_day
 
-    result = GroupResult(0, 0, False, False)
+    result, later = GroupResult(0, 0, False, False), ()
     if ctx.exact:
+        later = grouped_after(ctx, day)
         result, _, _ = group_exact(ctx, day)
     found = approx_day(ctx, day)["matches"] if ctx.approximate else None
-    return GroupDayReport(day, result, found)
+    return GroupDayReport(day, result, found, later)
+
+
+def grouped_after(ctx: RunContext, day: dt.date) -> tuple[dt.date, ...]:
+    """Days after `day` on which the run's exact pattern versions were already grouped:
+    each resumed from states saved before `day` was, so they lack its readings."""
+    versions = {(p.name, p.version) for p in ctx.exact}
+    later = set()
+    for part in STATES.scan(ctx.lake, [("batch_date", ">", day)],
+                            pc.field("stream_id") == PROCESSED,
+                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
+        later.update(d for p, v, d in zip(*(part.column(c).to_pylist() for c in (
+            "pattern", "pattern_version", "batch_date"))) if (p, v) in versions)
+    return tuple(sorted(later))
 
 
 #: The `stream_id` of a pattern version's "day processed" row in the state table: a quiet
