@@ -30,6 +30,8 @@ def spark_session(master: str | None = None, app: str = "probcep",
     if master is not None and not MASTER.fullmatch(master):
         raise ProbcepError(f"Spark master {master!r} is not one Spark takes: local, "
                            f"local[N], local[*], spark://HOST:PORT, yarn or k8s://URL")
+    if master is not None and master.startswith("spark://"):
+        _reach(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     session = (builder.appName(app)
@@ -43,6 +45,23 @@ def spark_session(master: str | None = None, app: str = "probcep",
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _reach(master: str, timeout: float = 5.0) -> None:
+    """A standalone master no host of which answers is one error now: Spark would start,
+    retry registering for a minute and then fail the first job with a traceback."""
+    import socket
+
+    tried = []
+    for place in master.removeprefix("spark://").split(","):
+        host, _, port = place.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return
+        except (OSError, ValueError) as exc:
+            tried.append(f"{place}: {exc}")
+    raise ProbcepError(f"Spark master {master}: cannot connect ({'; '.join(tried)}); is the "
+                       f"master running there?")
 
 
 def literal(path) -> str:
