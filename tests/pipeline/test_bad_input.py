@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import math
+import os
 
 import pandas as pd
 import pyarrow as pa
@@ -166,6 +167,13 @@ KINDS = {
     "notes.txt": ("remember the milk\n", 1, 0, 0, {"unreadable file: unknown format": 1}),
     "empty.csv": ("", 0, 0, 0, {}),
     "good.csv.gz": (gzip.compress(BIG_CSV.encode()), 60, 60, 60, {}),
+    # entries that are not files (made by `land`): quarantined and counted, not passed
+    # over; a FIFO's open would wait forever for a writer
+    "folder.csv": (lambda p: (p.mkdir(), (p / "inner.csv").write_text(LONG + good("x"))),
+                   1, 0, 0, {"unreadable file: not a regular file": 1}),
+    "fifo.csv": (os.mkfifo, 1, 0, 0, {"unreadable file: not a regular file": 1}),
+    "gone.jsonl": (lambda p: p.symlink_to(p.with_name("nowhere.jsonl")), 1, 0, 0,
+                   {"unreadable file: not a regular file": 1}),
 }
 
 
@@ -173,7 +181,10 @@ def land(folder, kinds):
     folder.mkdir(parents=True, exist_ok=True)
     for name in kinds:
         data = KINDS[name][0]
-        (folder / name).write_bytes(data.encode() if isinstance(data, str) else data)
+        if callable(data):
+            data(folder / name)
+        else:
+            (folder / name).write_bytes(data.encode() if isinstance(data, str) else data)
     (folder / "_COMPLETE").touch()  # a marker, not data
 
 
@@ -309,6 +320,19 @@ def test_a_batch_that_loses_a_row_is_not_committed(spark, tmp_path, monkeypatch)
                                           r"read, 1 to bronze .* \+ 0 to quarantine"):
         ingest_day(ctx, DAY)
     assert not BRONZE.exists(ctx.lake) and not QUARANTINE.exists(ctx.lake)
+
+
+def test_a_file_name_that_is_not_utf8_stops_the_day_naming_it(tmp_path):
+    """No table column can hold such a name, so the file cannot be quarantined: the day
+    is refused before anything is read or written, naming the file."""
+    ctx = context(tmp_path, "bytes")
+    folder = tmp_path / "landing" / DAY.isoformat()
+    land(folder, ["good.csv"])
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.csv"), "wb") as out:
+        out.write((LONG + good("b")).encode())
+    with pytest.raises(IngestError, match=r"file name 'caf\\xe9.csv' is not UTF-8 text"):
+        ingest_day(ctx, DAY)
+    assert not ctx.settings.lake_root.exists()
 
 
 @pytest.mark.parametrize("where, said", [

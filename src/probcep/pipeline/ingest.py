@@ -25,6 +25,7 @@ records is not committed. Rerunning a day replaces that day.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -552,7 +553,8 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
 def _refuse_misplaced(settings: Settings, days) -> None:
     """A landing root that is not there, or a day's name that is not a folder, is a
     mistake in the settings or the landing area, not silence: taken as silence it would
-    empty good days (a mistyped `PROBCEP_LANDING_DIR` on a rerun)."""
+    empty good days (a mistyped `PROBCEP_LANDING_DIR` on a rerun). So is a file name
+    that is not UTF-8: no column can name it, so it cannot be quarantined."""
     root = settings.landing_dir
     if not root.is_dir():
         raise IngestError(f"landing folder {root} " + (
@@ -563,6 +565,14 @@ def _refuse_misplaced(settings: Settings, days) -> None:
         if folder.exists() and not folder.is_dir():
             raise IngestError(f"{folder} is not a folder: a day's landing files go in a "
                               f"folder named by the day")
+        for path in data_files(folder) if folder.is_dir() else ():
+            try:
+                path.name.encode("utf-8")
+            except UnicodeEncodeError:  # a name Linux allows but no table column holds
+                shown = os.fsencode(path.name).decode("utf-8", "backslashreplace")
+                raise IngestError(f"{folder}: file name '{shown}' is not UTF-8 text, which "
+                                  f"the lake's tables hold names in: rename it; nothing "
+                                  f"read") from None
 
 
 def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestReport:

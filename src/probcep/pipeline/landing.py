@@ -79,9 +79,17 @@ class Unreadable:
 
 
 def data_files(folder: Path) -> list[Path]:
-    """The folder's files that may hold readings: every file but markers."""
-    return sorted(p for p in folder.iterdir()
-                  if p.is_file() and not p.name.startswith(("_", ".")))
+    """The folder's entries that may hold readings: every entry but markers. One that is
+    not a regular file (a folder, a FIFO, a link to nothing) is read as unreadable, so
+    it is quarantined and counted rather than passed over unseen."""
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(("_", ".")))
+
+
+def _not_regular(path: Path) -> Unreadable:
+    kind = ("a folder" if path.is_dir() else "a link to nothing" if path.is_symlink()
+            and not path.exists() else "a FIFO, socket or device" if path.exists()
+            else "gone when read")
+    return Unreadable(path, "not a regular file", f"{kind}: only files are read")
 
 
 def file_format(path: Path) -> tuple[str | None, str | None]:
@@ -110,6 +118,9 @@ def read_files(spark, files: dict[Path, Hashable], domain) -> list[Opened | Unre
     (`unreadable_from_error`)."""
     out, scans = [], {}
     for path, label in files.items():
+        if not path.is_file():  # before any open: a FIFO's would wait for a writer
+            out.append(_not_regular(path))
+            continue
         fmt, compression = file_format(path)
         if fmt != "csv":
             out.append(_read_file(spark, path, fmt, compression, domain))
