@@ -7,10 +7,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from probcep.engine import PatternError, Query, StreamMatcher
+from probcep.engine.runs import RunLimitError
 
 from .strategies import LETTERS, patterns, policies, streams, thresholds, windows
 
@@ -52,7 +54,10 @@ def test_silences_fed_sparsely_equal_dense_rows(case, policy, threshold, window,
     dense = np.concatenate([p if not isinstance(p, int) else np.repeat(row[None], p, 0)
                             for p in pieces])
     one = StreamMatcher(query)
-    want = one.feed(5, dense) + one.finish()
+    try:
+        want = one.feed(5, dense) + one.finish()
+    except RunLimitError:  # a tiny θ without a window: paths multiply over the silences
+        reject()
 
     matcher, t, got = StreamMatcher(query), 5, []
     for piece in pieces:
@@ -81,3 +86,19 @@ def test_an_inert_silence_is_stepped_over_at_once():
     assert matcher.next_t == 4 + 10**15 and matcher.quiet(silence)
     assert [(g.t_start, g.t_end) for g in groups] == [(0, 3)]
     assert not len(matcher.rows)  # nothing retained across the silence
+
+
+def test_paths_that_multiply_without_end_are_refused_not_left_to_fill_memory():
+    """Above θ every path is its own run; with θ = 1e-300 and no window, `a (b|c)+ d` on
+    uniform rows doubles the runs of every start each row (a test worker once grew to
+    21 GB on such a case). The engine stops with a reason instead; with a window the same
+    rows are fine."""
+    domain = ("a", "b", "c", "d")
+    rows = np.full((40, 4), 0.25)
+    query = Query.build("a (b | c)+ d", domain, policy="complete", threshold=1e-300)
+    with pytest.raises(RunLimitError, match=r"partial matches alive at t=\d+, more each row: "
+                                            r"with θ = 1e-300 and no window"):
+        StreamMatcher(query).feed(0, rows)
+    windowed = Query.build("a (b | c)+ d", domain, policy="complete", threshold=1e-300,
+                           window=8)
+    assert StreamMatcher(windowed).feed(0, rows)

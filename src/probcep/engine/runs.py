@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from probcep.engine.automaton import UNREACHABLE
+from probcep.errors import ProbcepError
 
 #: Counts saturate here instead of wrapping around (θ = 0 on long windows can have
 #: more matches than an int64 holds).
@@ -26,6 +27,14 @@ DONE, GROW = 0, 1
 #: many times what they need at that moment (a burst of events in the first rows would
 #: otherwise ask for the block's length times the burst).
 GROWTH_CAP = 8
+#: The largest run buffer (entries; about 0.9 GiB with its twin). At θ > 0 every path is
+#: its own run, so a tiny θ without a window lets them multiply by up to the domain's size
+#: each row: refused with a reason here, not left to exhaust the machine's memory.
+MAX_RUNS = 1 << 24
+
+
+class RunLimitError(ProbcepError, RuntimeError):
+    """The runs would outgrow `MAX_RUNS`: the query lets partial matches multiply."""
 
 
 @njit(cache=True, nogil=True)
@@ -191,6 +200,12 @@ class RunTracker:
                 break
             need = (self.n + 1) * n_sym
             if need > cap:
+                if 2 * need > MAX_RUNS:
+                    raise RunLimitError(
+                        f"{self.n:,} partial matches alive at t={t0 + row}, more each row: "
+                        f"with θ = {self.theta:g}" + (f" and a window of {self.window}"
+                                                       if self.window else " and no window") +
+                        " they multiply faster than they end; use a window or a larger θ")
                 self._grow(2 * need)
             if n_ev + need > len(ev[0]):  # room for the rest at the rate so far, plus
                 # 1/4, but at most GROWTH_CAP times what is needed now: a burst of events
