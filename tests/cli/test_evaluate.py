@@ -87,6 +87,20 @@ def test_bad_episodes_name_the_row(lake, capsys):
     assert "row 2: start 'yesterday' is not a timestamp" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("rows, said", [
+    (",2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit", "row 2: no stream_id"),
+    ("a,2026-01-01T00:00:00,2026-01-01T00:01:00, ", "row 2: no pattern"),
+    ("a,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n"
+     "b,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n"
+     "a,2026-01-01T00:00:00Z,2026-01-01T00:01:00,room_visit", "rows 2 and 4 are the same"),
+])
+def test_episodes_without_a_stream_or_pattern_or_twice_are_refused(lake, capsys, rows, said):
+    (lake / "bad.csv").write_text("stream_id,start,end,pattern\n" + rows + "\n")
+    assert main(["evaluate", "--episodes", str(lake / "bad.csv"), "--lake",
+                 str(lake / "lake")]) == 2
+    assert said in capsys.readouterr().err
+
+
 def test_a_lake_without_groups_is_refused(lake, capsys):
     # a mistyped --lake must not score every episode as missed
     assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",

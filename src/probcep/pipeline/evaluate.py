@@ -114,6 +114,11 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)} "
                          f"(expected {', '.join(EPISODE_COLUMNS)})")
+    for column in ("stream_id", "pattern"):
+        blank = frame[column].str.strip() == ""
+        if blank.any():
+            row = int(np.flatnonzero(blank.to_numpy())[0])
+            raise InputError(f"{path}: row {row + 2}: no {column}")
     times = {}
     for column in ("start", "end"):
         stamps = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
@@ -128,6 +133,10 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
     if backwards.any():
         row = int(np.flatnonzero(backwards.to_numpy())[0])
         raise InputError(f"{path}: row {row + 2}: end is before start")
+    again = out.duplicated(keep=False)
+    if again.any():  # one true case counted twice would count as missed twice
+        rows = np.flatnonzero(again.to_numpy())[:2] + 2
+        raise InputError(f"{path}: rows {rows[0]} and {rows[1]} are the same episode")
     return out
 
 
