@@ -231,11 +231,10 @@ class Streams:
             parquet, g, kept, path = sources[b]
             matrix = _matrix(parquet.read_row_group(g, columns=list(domain)), domain, kept)
             if not _plausible(matrix):
-                keys = parquet.read_row_group(g, columns=["stream_id", "t"])
+                rows = parquet.read_row_group(g, columns=["stream_id", "t"])
+                rows = rows if kept is None else rows.take(kept)
                 _refuse(matrix, domain, f"{path}, row group {g}",
-                        *(keys[c].to_numpy(zero_copy_only=False) if kept is None
-                          else keys[c].to_numpy(zero_copy_only=False)[kept]
-                          for c in ("stream_id", "t")))
+                        rows["stream_id"].to_numpy(zero_copy_only=False), rows["t"].to_numpy())
             return matrix
         return cls._cut(names, keys, load)
 
