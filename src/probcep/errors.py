@@ -31,6 +31,11 @@ class ProbcepError(Exception):
     """An expected failure: bad input, a bad setting, missing data, a refused request."""
 
 
+class ProbcepWarning(UserWarning):
+    """Something a user should hear of that stops nothing; the command prints it as
+    one line (`probcep STEP: warning: ...`)."""
+
+
 class InputError(ProbcepError, ValueError):
     """Data that breaks the stream model or its file format; names the file, stream and t."""
 

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from probcep.config.settings import PACKAGED, SettingsError, load_settings, settings_file
+from probcep.config.settings import (
+    PACKAGED,
+    SettingsError,
+    SettingsWarning,
+    load_settings,
+    settings_file,
+)
 
 
 def test_bad_settings_name_the_setting(tmp_path):
@@ -118,3 +124,34 @@ def test_an_epoch_with_an_offset_is_the_same_instant_in_utc(tmp_path, epoch):
     path = tmp_path / "s.yaml"
     path.write_text(BASE + f"epoch: {epoch}\n")
     assert load_settings(path, env={}).epoch == dt.datetime(2026, 1, 1)
+
+
+def test_a_misspelt_variable_is_named_and_the_ones_meant_for_others_are_not(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "epoch: '2026-01-01T00:00:00'\n")
+    env = {"PROBCEP_LANDNG_DIR": "/elsewhere", "PROBCEP_HOME": "/opt/probcep",
+           "PROBCEP_SETTINGS": str(path), "PROBCEP_SPHERE_DIR": "/data/sphere",
+           "PROBCEP_LAKE_ROOT": "/data/lake", "OTHER_LANDNG_DIR": "x"}
+    with pytest.warns(SettingsWarning) as said:
+        loaded = load_settings(path, env=env)
+    assert [str(w.message) for w in said] == [
+        "environment PROBCEP_LANDNG_DIR is not a setting and is ignored "
+        "(did you mean PROBCEP_LANDING_DIR?)"]
+    assert loaded.landing_dir == tmp_path / "y"
+    assert loaded.lake_root.as_posix() == "/data/lake"
+    with pytest.warns(SettingsWarning, match=r"PROBCEP_ZZZ is not a setting and is ignored$"):
+        load_settings(path, env={"PROBCEP_ZZZ": "1"})
+
+
+def test_the_command_prints_the_warning_as_one_line(tmp_path, monkeypatch, capsys):
+    from probcep.cli import main
+
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE.replace("y", str(tmp_path / "none")) +
+                    "epoch: '2026-01-01T00:00:00'\n")
+    monkeypatch.setenv("PROBCEP_LAKE_ROTO", str(tmp_path / "lake"))
+    assert main(["ingest", "--date", "2026-01-02", "--settings", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == ("probcep ingest: warning: environment PROBCEP_LAKE_ROTO is not a "
+                      "setting and is ignored (did you mean PROBCEP_LAKE_ROOT?)")
+    assert err[1].startswith("probcep ingest: error: ")  # the registry: none here

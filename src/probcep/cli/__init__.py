@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from probcep.cli.destinations import check_output, stdout_closed
-from probcep.errors import ProbcepError, from_executors, writing
+from probcep.errors import ProbcepError, ProbcepWarning, from_executors, writing
 
 #: Modules that each define `register(subparsers)`; they import Spark, Delta and GX only
 #: inside their handlers, so `probcep group` never pays for them.
@@ -47,6 +48,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
+    with warnings.catch_warnings():  # restores the hook below when the command ends
+        warnings.showwarning = _one_line(args.command, warnings.showwarning)
+        return _run(args)
+
+
+def _one_line(command: str, show):
+    """`warnings.showwarning` printing a `ProbcepWarning` as the command's own line."""
+    def shown(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ProbcepWarning):
+            print(f"probcep {command}: warning: {message}", file=sys.stderr)
+        else:
+            show(message, category, filename, lineno, file, line)
+    return shown
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         for target in (getattr(args, "output", None), getattr(args, "plot", None),
                        getattr(args, "save_state", None)):

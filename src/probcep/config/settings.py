@@ -11,7 +11,9 @@ it came from and what is allowed, before any Spark or Delta work begins.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import os
+import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import yaml
 
 from probcep.config.clock import Clock
 from probcep.config.yaml_keys import UniqueKeyLoader
-from probcep.errors import ProbcepError
+from probcep.errors import ProbcepError, ProbcepWarning
 
 PACKAGED = Path(__file__).with_name("probcep.yaml")
 LOCAL = Path("probcep.yaml")
@@ -33,10 +35,18 @@ CACHE_POLICIES = ("creation", "priority", "lru")
 READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 #: Characters of a lake path delta-rs refuses as a URL or reads as a separator.
 LAKE_PATH_REFUSED = "[]\\"
+#: `PROBCEP_*` variables that are not settings: the settings file, where a deployment
+#: keeps `jobs/` (the DAGs), and the SPHERE data of the real-data tests.
+OTHER_VARIABLES = ("PROBCEP_SETTINGS", "PROBCEP_HOME", "PROBCEP_SPHERE_DIR")
 
 
 class SettingsError(ProbcepError, ValueError):
     """A setting that cannot be used."""
+
+
+class SettingsWarning(ProbcepWarning):
+    """A `PROBCEP_*` variable that no setting reads: most likely a misspelt override,
+    which would otherwise leave the setting it meant as it was without a word."""
 
 
 @dataclass(frozen=True)
@@ -141,9 +151,23 @@ def load_settings(path: str | Path | None = None, env=None) -> Settings:
                 raise SettingsError(f"environment {key}: cannot read {env[key]!r} as a "
                                     f"YAML value: {' '.join(str(exc).split())}") from exc
             origin[name] = f"environment {key}"
+    _warn_stray(env, [f"PROBCEP_{name.upper()}" for name in sorted(known)])
     packaged = path.resolve() == PACKAGED.resolve()
     return _checked(values, origin, base=path.parent,
                     lake_base=Path.cwd() if packaged else path.parent)
+
+
+def _warn_stray(env, keys: list[str]) -> None:
+    """A warning for each `PROBCEP_*` variable that is neither a setting nor one of
+    `OTHER_VARIABLES`, naming the closest setting's variable."""
+    for key in sorted(k for k in env if k.startswith("PROBCEP_")
+                      and k not in keys and k not in OTHER_VARIABLES):
+        close = difflib.get_close_matches(  # by the names after the shared prefix
+            key.removeprefix("PROBCEP_"),
+            [k.removeprefix("PROBCEP_") for k in (*keys, *OTHER_VARIABLES)], n=1)
+        warnings.warn(SettingsWarning(
+            f"environment {key} is not a setting and is ignored" +
+            (f" (did you mean PROBCEP_{close[0]}?)" if close else "")), stacklevel=3)
 
 
 def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
