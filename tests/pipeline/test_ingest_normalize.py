@@ -307,3 +307,30 @@ def test_a_lake_refuses_settings_whose_clock_would_rename_its_times(spark, setti
         with pytest.raises(ProbcepError, match="silver's t count timesteps of 60 s from "
                                                "2026-01-01T00:00:00 UTC, the settings' of"):
             RunContext.open("group-day", settings=settings_file(step, epoch))
+
+
+def test_a_day_never_ingested_is_refused_and_an_empty_one_ingested_is_silence(spark,
+                                                                               settings):
+    """Landing files that ingest never read are not silence: normalizing their day
+    refuses (it published an empty day). A day ingested whose files hold no record
+    leaves no bronze or quarantine row: the ingest log tells it from one never read."""
+    from probcep.errors import ProbcepError
+    from probcep.lake.tables import INGEST_LOG
+
+    write(settings, long_rows(), "r.csv")
+    with pytest.raises(ProbcepError, match=rf"{DAY} was never ingested, yet .*"
+                                           rf"{DAY} holds 1 landing file\(s\): run "
+                                           rf"`probcep ingest --date {DAY}` first"):
+        normalize_day(run(settings), DAY)
+    assert not SILVER.exists(settings.lake_root)
+    (settings.landing_dir / DAY.isoformat() / "r.csv").write_text(
+        "stream_id,sensor_id,ts,symbol,score\n")  # a header and no record
+    assert ingest_day(run(settings), DAY).rows == 0
+    assert not BRONZE.files(settings.lake_root) and not QUARANTINE.files(settings.lake_root)
+    logged = INGEST_LOG.read(settings.lake_root).to_pylist()
+    assert [(r["batch_date"], r["files"], r["records"], r["silent"]) for r in logged] == [
+        (DAY, 1, 0, None)]
+    version = INGEST_LOG.version(settings.lake_root)
+    ingest_day(run(settings, "again"), DAY)  # the same counts: no commit
+    assert INGEST_LOG.version(settings.lake_root) == version
+    assert normalize_day(run(settings), DAY).rows == 0

@@ -303,6 +303,14 @@ QUARANTINE = Table("bronze/quarantine", "batch_date", pa.schema([
     ("source_file", pa.string()), ("batch_date", pa.date32()), ("ingest_time", UTC_MICROS),
     ("raw", pa.string()),
 ]))
+#: One row per day ingest has read (or found silent): its counts, and why it was silent.
+#: What tells normalize that a day with landing files but nothing in bronze was ingested
+#: (every record quarantined, or empty files) rather than never ingested.
+INGEST_LOG = Table("bronze/ingest_log", "batch_date", pa.schema([
+    ("batch_date", pa.date32()), ("files", pa.int64()), ("records", pa.int64()),
+    ("bronze", pa.int64()), ("quarantined", pa.int64()), ("silent", pa.string()),
+    ("run_id", pa.string()), ("ingest_time", UTC_MICROS),
+]))
 #: One row per stream and timestep; one probability column per silver symbol.
 SILVER = Table("silver/distributions", "date")
 SILVER_KEYS = ("stream_id", "t", "ts", "date")
@@ -383,7 +391,7 @@ ARCHIVE_STATS = Table("state/archive_stats", "date", pa.schema([
 ]))
 
 #: Every table, in data-flow order.
-CATALOG = (BRONZE, QUARANTINE, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
+CATALOG = (BRONZE, QUARANTINE, INGEST_LOG, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
            APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY, CORRELATIONS, CORRELATION_ALERTS,
            CORRELATION_ALERT_CHANGES, ARCHIVE_STATS)
 

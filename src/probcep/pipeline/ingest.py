@@ -32,7 +32,7 @@ from pathlib import Path
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
 from probcep.lake.delta import commit_staged, staged_counts, staged_days, staged_frame
-from probcep.lake.tables import BRONZE, QUARANTINE, RAW_COLUMNS
+from probcep.lake.tables import BRONZE, INGEST_LOG, QUARANTINE, RAW_COLUMNS
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.landing import (
     FORMATS,
@@ -547,7 +547,23 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
             reports[day] = _silence(ctx, day, missing)
     if files:
         reports.update(_ingest_files(ctx, files))
+    for day in days:
+        _log(ctx, reports[day])
     return [reports[day] for day in days]
+
+
+def _log(ctx: RunContext, report: IngestReport) -> None:
+    """Record the ingested day in `bronze/ingest_log` (no commit when a rerun found
+    the same counts)."""
+    import pyarrow as pa
+
+    row = {"batch_date": report.day, "files": report.files, "records": report.rows,
+           "bronze": report.bronze, "quarantined": report.quarantined,
+           "silent": report.silent or None, "run_id": ctx.run_id,
+           "ingest_time": dt.datetime.now(dt.UTC)}
+    INGEST_LOG.replace_day(ctx.lake, report.day,
+                           pa.Table.from_pylist([row], schema=INGEST_LOG.schema),
+                           {"run_id": ctx.run_id, "batch_date": report.day.isoformat()})
 
 
 def _refuse_misplaced(settings: Settings, days) -> None:

@@ -16,7 +16,8 @@ symbol, partitioned by `date` and sorted by stream and t, so one stream's time s
 reads one day's files and skips the rest by their stats. The day's readings are taken
 from every batch ingested on or after that day: late readings that land in a later batch
 are picked up by normalizing the day again. A day with no readings is a day of silence
-(no silver rows), or refused when `missing_day` is `refuse`.
+(no silver rows), or refused when `missing_day` is `refuse`; a day whose landing files
+were never ingested is refused whatever the setting.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from probcep.errors import ProbcepError
 from probcep.lake.delta import replace_days, spark_read
-from probcep.lake.tables import BRONZE, SILVER
+from probcep.lake.tables import BRONZE, INGEST_LOG, QUARANTINE, SILVER
 from probcep.pipeline.context import RunContext
 
 
@@ -57,6 +58,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
     settings, lake = ctx.settings, ctx.lake
     reports, heard = {}, []
     for day in days:
+        _refuse_not_ingested(ctx, day)
+    for day in days:
         if BRONZE.files(lake, [("batch_date", ">=", day.isoformat())]):
             heard.append(day)
             continue
@@ -81,6 +84,23 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
                             settings.target_file_bytes, check=check, count="stream_id")
         reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
     return [reports[day] for day in days]
+
+
+def _refuse_not_ingested(ctx: RunContext, day: dt.date) -> None:
+    """A day with landing files that ingest never read is not silence: normalized, it
+    would publish a silent day (or only the late readings of later batches). Ingested
+    means a row in `bronze/ingest_log`, or bronze or quarantine rows of the day (a lake
+    ingested before the log existed)."""
+    from probcep.pipeline.landing import data_files
+
+    folder = ctx.settings.landing_dir / day.isoformat()
+    files = data_files(folder) if folder.is_dir() else []
+    on_day = [("batch_date", "=", day.isoformat())]
+    if not files or any(t.files(ctx.lake, on_day) for t in (INGEST_LOG, BRONZE, QUARANTINE)):
+        return
+    raise ProbcepError(f"{day} was never ingested, yet {folder} holds {len(files)} landing "
+                       f"file(s): run `probcep ingest --date {day}` first (silver left as "
+                       f"it was)")
 
 
 def day_distributions(bronze, settings, days: list[dt.date]):
