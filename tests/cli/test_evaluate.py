@@ -129,3 +129,40 @@ def test_a_pattern_the_registry_does_not_know_is_refused(lake, capsys):
                           "['room_vist'] that ") and "--pattern NAME" in err
     assert main(["evaluate", "--episodes", str(episodes), "--lake", str(lake / "lake"),
                  "--pattern", "room_visit", "--json"]) == 0  # chosen: the others are left
+
+
+def test_times_with_and_without_an_offset_in_one_column_each_mean_their_own(lake, capsys):
+    """pandas reads a column mixing the two by giving a time without an offset an
+    earlier row's offset; a time without one is UTC."""
+    plain = [json.loads(x) for x in run(lake, capsys, "--json").splitlines()]
+    (lake / "episodes.csv").write_text(EPISODES.replace(  # the same instant, said in +01:00
+        "a,2026-01-01T00:12:00,", "a,2026-01-01T01:12:00+01:00,"))
+    assert [json.loads(x) for x in run(lake, capsys, "--json").splitlines()] == plain
+
+
+def test_a_sweep_shows_each_episodes_best_group_and_draws_with_json_too(lake, capsys,
+                                                                         tmp_path):
+    text = run(lake, capsys, "--sweep")
+    assert "room_visit: 3 true episodes; best group per episode:" in text
+    assert "2026-01-01 00:52:00 to 00:58:00 2026-01-01 00:50:00 to 01:00:00" in text
+    assert "alerted" not in text  # it depends on the threshold
+    png = tmp_path / "sweep.png"
+    rows = run(lake, capsys, "--sweep", "--json", "--plot", str(png)).splitlines()
+    assert len(rows) == 2 * 19 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_no_episode_and_an_approximate_pattern_are_told_plainly(lake, capsys):
+    empty = lake / "none.csv"
+    empty.write_text("stream_id,start,end,pattern\n")
+    argv = ["evaluate", "--episodes", str(empty), "--lake", str(lake / "lake")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (f"probcep evaluate: error: {empty}: holds no episode "
+                                       f"(give --pattern NAME to count a pattern's alarms "
+                                       f"against no true case)\n")
+    assert main([*argv, "--pattern", "room_visit"]) == 0
+    out = capsys.readouterr().out
+    assert "Empty DataFrame" not in out and "(no episode)" in out
+    assert main([*argv, "--pattern", "visit_one_missing"]) == 2
+    assert capsys.readouterr().err == ("probcep evaluate: error: --pattern visit_one_missing "
+                                       "is an approximate pattern: evaluate scores the "
+                                       "groups and alerts of exact patterns\n")

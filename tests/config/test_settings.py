@@ -155,3 +155,17 @@ def test_the_command_prints_the_warning_as_one_line(tmp_path, monkeypatch, capsy
     assert err[0] == ("probcep ingest: warning: environment PROBCEP_LAKE_ROTO is not a "
                       "setting and is ignored (did you mean PROBCEP_LAKE_ROOT?)")
     assert err[1].startswith("probcep ingest: error: ")  # the registry: none here
+
+
+def test_a_relative_path_from_the_environment_is_from_the_working_directory(tmp_path,
+                                                                             monkeypatch):
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    path = folder / "s.yaml"
+    path.write_text(BASE + "epoch: '2026-01-01T00:00:00'\n")
+    monkeypatch.chdir(tmp_path)
+    loaded = load_settings(path, env={"PROBCEP_LANDING_DIR": "out/landing",
+                                      "PROBCEP_LAKE_ROOT": "lk"})
+    assert loaded.landing_dir == tmp_path / "out" / "landing"
+    assert loaded.lake_root == tmp_path / "lk"
+    assert load_settings(path, env={}).landing_dir == folder / "y"  # the file's: beside it

@@ -49,7 +49,15 @@ def run(args: argparse.Namespace) -> int:
                           registry=args.registry, patterns=args.pattern)
     episodes = read_episodes(args.episodes, ctx.clock)
     named = set(episodes.pattern)
+    exact = {p.name for p in ctx.exact}
+    inexact = [n for n in args.pattern or () if n not in exact]
+    if inexact:  # registered (the context checked), but approximate: no groups to score
+        raise ProbcepError(f"--pattern {inexact[0]} is an approximate pattern: evaluate "
+                           f"scores the groups and alerts of exact patterns")
     names = [p.name for p in ctx.exact if args.pattern or p.name in named]
+    if not len(episodes) and not names:
+        raise ProbcepError(f"{args.episodes}: holds no episode (give --pattern NAME to "
+                           f"count a pattern's alarms against no true case)")
     if not names:
         raise ProbcepError(f"{args.episodes}: names no registered exact pattern "
                            f"({', '.join(sorted(named))})")
@@ -73,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
     alerts = ALERTS.read(ctx.lake, filters).to_pandas()
     thresholds = SWEEP if args.sweep else (args.threshold,)
     rows, cards = evaluate(episodes, groups, alerts, names, thresholds)
+    if args.plot:
+        print(f"wrote {plot_sweep(args.plot, rows)}", file=sys.stderr)
     if args.json:
         for row in rows:
             print(json.dumps(row.as_dict()))
@@ -81,10 +91,12 @@ def run(args: argparse.Namespace) -> int:
     table["threshold"] = table["threshold"].map(
         lambda x: "alerts" if x is None or pd.isna(x) else f"{x:.2f}")
     print(table.to_string(index=False))
-    if not args.sweep:
-        for name, card in cards.items():
+    for name, card in cards.items():
+        shown = card.shown(ctx.clock)
+        if args.sweep:  # the best group is the same at every threshold; `alerted` is not
+            shown = shown.drop(columns="alerted")
+            print(f"\n{name}: {len(shown)} true episodes; best group per episode:")
+        else:
             print(f"\n{name}: {card.summary()}; best group per episode:")
-            print(card.shown(ctx.clock).to_string(index=False, na_rep=""))
-    if args.plot:
-        print(f"wrote {plot_sweep(args.plot, rows)}", file=sys.stderr)
+        print(shown.to_string(index=False, na_rep="") if len(shown) else "(no episode)")
     return 0

@@ -240,6 +240,8 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
 
     def where(name, folder=base):  # absolute, as Spark names the files it read
         p = Path(str(v.get(name)))
+        if origin.get(name, "").startswith("environment "):
+            folder = Path.cwd()  # a shell's relative path: from where the command runs
         return p if p.is_absolute() else Path(os.path.abspath(folder / p))
 
     return Settings(

@@ -121,7 +121,10 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
             raise InputError(f"{path}: row {row + 2}: no {column}")
     times = {}
     for column in ("start", "end"):
-        stamps = pd.to_datetime(frame[column], utc=True, errors="coerce", format="ISO8601")
+        # one value at a time: over a column, pandas gives a time without an offset the
+        # offset of an earlier row's (2.x), where it means UTC
+        stamps = pd.Series([pd.to_datetime(v, utc=True, errors="coerce", format="ISO8601")
+                            for v in frame[column]], dtype="datetime64[ns, UTC]")
         if stamps.isna().any():
             row = int(np.flatnonzero(stamps.isna().to_numpy())[0])
             raise InputError(f"{path}: row {row + 2}: {column} {frame[column].iloc[row]!r} "
