@@ -463,16 +463,50 @@ def leave_one_out_pir_rooms(name: str, recordings: list[Recording],
                          house)
 
 
+class ConvertError(Exception):
+    """Folders the converter cannot use as they are; nothing was written."""
+
+
+def day_of(sequence: str, start_date: dt.date) -> dt.date:
+    """The day sequence NNNNN lands on: NNNNN - 1 days after `start_date`."""
+    return start_date + dt.timedelta(days=int(sequence) - 1)
+
+
+def check_folders(raw_dir: Path, out_dir: Path, start_date: dt.date) -> list[Path]:
+    """The sequence folders to convert, once RAW_DIR is known to hold some and OUT_DIR
+    to hold no landing day this conversion would not write (an earlier conversion's day
+    kept beside new episodes would score its alerts against no true episode)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConvertError(f"OUT_DIR {out_dir} is not a folder")
+    folders = sequence_folders(raw_dir)
+    if not folders:
+        hint = " (it is one: give the folder holding it)" if raw_dir.name.isdigit() else ""
+        raise ConvertError(f"RAW_DIR {raw_dir} holds no sequence folder (00001/, 00002/, "
+                           f"...){hint}")
+    landing = out_dir / "landing"
+    writes = {day_of(f.name, start_date).isoformat() for f in folders}
+    stale = sorted(p.name for p in landing.iterdir() if p.name not in writes) \
+        if landing.is_dir() else []
+    if stale:
+        raise ConvertError(f"{landing} holds day(s) {', '.join(stale)} that these sequences "
+                           f"do not write: a run over them would score their alerts "
+                           f"against no episode; remove them or choose another OUT_DIR")
+    return folders
+
+
 def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
     """Convert every sequence folder of raw_dir; return counts for the summary line."""
+    folders = check_folders(raw_dir, out_dir, start_date)
     house = House.load(metadata_folder(raw_dir))
-    recordings = [r for f in sequence_folders(raw_dir)
-                  if (r := load_recording(f, house)) is not None]
+    recordings = [r for f in folders if (r := load_recording(f, house)) is not None]
+    if not recordings:
+        raise ConvertError(f"RAW_DIR {raw_dir}: no sequence folder holds the files a "
+                           f"conversion needs (see the warnings above)")
     training = {r.name: (r.packets.drop(columns="t"), r.labels())
                 for r in recordings if r.stays is not None}
     all_episodes, rows = [], {}
     for rec in recordings:
-        day = start_date + dt.timedelta(days=int(rec.name) - 1)
+        day = day_of(rec.name, start_date)
         day_start = dt.datetime.combine(day, DAY_START)
         model = leave_one_out_model(rec.name, training, house)
         cameras = leave_one_out_cameras(rec.name, recordings, house)
@@ -506,7 +540,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.raw_dir.is_dir():
         parser.error(f"RAW_DIR {args.raw_dir} is not a folder")
     began = time.perf_counter()
-    summary = convert(args.raw_dir, args.out_dir, args.start_date)
+    try:
+        summary = convert(args.raw_dir, args.out_dir, args.start_date)
+    except ConvertError as exc:
+        parser.error(str(exc))
     for day, n in sorted(summary["rows_per_day"].items()):
         print(f"landing/{day}: {n} rows")
     for pattern, n in sorted(summary["episodes"].items()):

@@ -90,3 +90,29 @@ def test_the_truth_reads_the_annotation_through_the_floor_plan():
         ("kitchen_visit", "2026-05-01T10:00:10.000", "2026-05-01T10:01:40.000"),
         ("bed1_visit", "2026-05-01T10:02:00.000", "2026-05-01T10:02:10.000"),
         ("bath_visit", "2026-05-01T10:02:10.000", "2026-05-01T10:03:20.000")]
+
+
+def test_the_converter_refuses_folders_it_cannot_use_before_writing(tmp_path, capsys):
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    raw.mkdir()
+
+    def refused(*argv) -> str:
+        with pytest.raises(SystemExit) as stop:
+            convert.main([str(a) for a in argv])
+        assert stop.value.code == 2
+        return capsys.readouterr().err.splitlines()[-1]
+
+    assert refused(raw, out).endswith(f"RAW_DIR {raw} holds no sequence folder (00001/, "
+                                      f"00002/, ...)")
+    (raw / "00003").mkdir()  # a sequence without its files
+    assert refused(raw / "00003", out).endswith("(it is one: give the folder holding it)")
+    assert "no sequence folder holds the files a conversion needs" in refused(raw, out)
+    (out / "landing" / "2026-05-01").mkdir(parents=True)  # an earlier conversion's day
+    assert refused(raw, out).endswith(
+        f"{out / 'landing'} holds day(s) 2026-05-01 that these sequences do not write: a "
+        f"run over them would score their alerts against no episode; remove them or "
+        f"choose another OUT_DIR")
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    assert refused(raw, afile).endswith(f"OUT_DIR {afile} is not a folder")
+    assert not (out / "episodes.csv").exists()
