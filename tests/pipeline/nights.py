@@ -98,6 +98,9 @@ class FrameSilver:
     def silence(self):
         return self.fill
 
+    def unmade(self, day):
+        return ""
+
 
 def daily(silver, folder) -> FrameSilver:
     return FrameSilver(lambda day: day_of(silver, (day - DAY0).days), folder)

@@ -334,3 +334,23 @@ def test_a_day_never_ingested_is_refused_and_an_empty_one_ingested_is_silence(sp
     ingest_day(run(settings, "again"), DAY)  # the same counts: no commit
     assert INGEST_LOG.version(settings.lake_root) == version
     assert normalize_day(run(settings), DAY).rows == 0
+
+
+def test_a_day_grouped_before_its_silver_is_made_is_refused(spark, settings):
+    """Grouped before ingest or normalize, a day with readings was grouped as silent
+    (and the next day resumed from that)."""
+    from probcep.errors import ProbcepError
+    from probcep.pipeline.group_day import group_day
+
+    write(settings, long_rows(), "r.csv")
+    with pytest.raises(ProbcepError, match=rf"{DAY} was never ingested, yet .* holds 1 "
+                                           rf"landing file\(s\): run `probcep ingest --date "
+                                           rf"{DAY}` and `probcep normalize --date {DAY}`$"):
+        group_day(run(settings), DAY)
+    ingest_day(run(settings), DAY)
+    with pytest.raises(ProbcepError, match=rf"^{DAY} has bronze readings but no silver: run "
+                                           rf"`probcep normalize --date {DAY}` first$"):
+        group_day(run(settings), DAY)
+    normalize_day(run(settings), DAY)
+    group_day(run(settings), DAY)
+    group_day(run(settings), DAY + dt.timedelta(days=3))  # no landing folder: silence

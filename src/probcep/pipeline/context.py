@@ -47,6 +47,9 @@ class SilverSource(Protocol):
     def silence(self) -> tuple[float, ...] | None:
         """What a timestep with no row holds (None: every stream is gap-free)."""
 
+    def unmade(self, day: dt.date) -> str:
+        """Why the day has no silver though it should (steps run out of order), or ''."""
+
 
 @dataclass(frozen=True)
 class DistributionFiles:
@@ -87,6 +90,9 @@ class DistributionFiles:
     def silence(self) -> tuple[float, ...] | None:
         return None
 
+    def unmade(self, day: dt.date) -> str:
+        return ""  # `files` names a missing file itself
+
 
 @dataclass(frozen=True)
 class LakeSilver:
@@ -119,6 +125,11 @@ class LakeSilver:
 
     def version(self) -> int | None:
         return SILVER.version(self.settings.lake_root)
+
+    def unmade(self, day: dt.date) -> str:
+        from probcep.pipeline.normalize import unmade
+
+        return unmade(self.settings, day)
 
     def silence(self) -> tuple[float, ...] | None:
         return self.settings.silence

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from probcep.config.clock import Clock
 from probcep.config.registry import RegisteredPattern
+from probcep.errors import ProbcepError
 from probcep.lake.delta import staging_folder
 from probcep.lake.tables import GROUPS, STATES
 from probcep.pipeline.context import RunContext
@@ -62,6 +63,9 @@ def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
     """The exact patterns (groups checked against the gold suite), then the approximate."""
     from probcep.pipeline.approx_day import approx_day
 
+    why = ctx.source.unmade(day)
+    if why:  # grouped, the day would be silent, and the next resume from it
+        raise ProbcepError(why)
     result, later = GroupResult(0, 0, False, False), ()
     if ctx.exact:
         later = grouped_after(ctx, day)

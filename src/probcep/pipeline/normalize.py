@@ -88,19 +88,55 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
 
 def _refuse_not_ingested(ctx: RunContext, day: dt.date) -> None:
     """A day with landing files that ingest never read is not silence: normalized, it
-    would publish a silent day (or only the late readings of later batches). Ingested
-    means a row in `bronze/ingest_log`, or bronze or quarantine rows of the day (a lake
-    ingested before the log existed)."""
+    would publish a silent day (or only the late readings of later batches)."""
+    why = not_ingested(ctx.settings, day)
+    if why:
+        raise ProbcepError(f"{why}: run `probcep ingest --date {day}` first (silver left "
+                           f"as it was)")
+
+
+def not_ingested(settings, day: dt.date) -> str:
+    """Why the day's landing files are not yet in the lake ('' when they are, or there
+    are none). Ingested means a row in `bronze/ingest_log`, or bronze or quarantine rows
+    of the day (a lake ingested before the log existed)."""
     from probcep.pipeline.landing import data_files
 
-    folder = ctx.settings.landing_dir / day.isoformat()
+    folder = settings.landing_dir / day.isoformat()
     files = data_files(folder) if folder.is_dir() else []
     on_day = [("batch_date", "=", day.isoformat())]
-    if not files or any(t.files(ctx.lake, on_day) for t in (INGEST_LOG, BRONZE, QUARANTINE)):
-        return
-    raise ProbcepError(f"{day} was never ingested, yet {folder} holds {len(files)} landing "
-                       f"file(s): run `probcep ingest --date {day}` first (silver left as "
-                       f"it was)")
+    lake = settings.lake_root
+    if not files or any(t.files(lake, on_day) for t in (INGEST_LOG, BRONZE, QUARANTINE)):
+        return ""
+    return f"{day} was never ingested, yet {folder} holds {len(files)} landing file(s)"
+
+
+def unmade(settings, day: dt.date) -> str:
+    """Why the day should have silver rows but has none ('' when it has them, or should
+    not): its landing files never ingested, or bronze readings dated on the day (a
+    file's largest `ts` on or after the day's start: ingest quarantines later ones) that
+    normalize has not turned into silver."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable
+
+    lake = settings.lake_root
+    if SILVER.files(lake, [("date", "=", day.isoformat())]):
+        return ""
+    why = not_ingested(settings, day)
+    if why:
+        return f"{why}: run `probcep ingest --date {day}` and `probcep normalize --date {day}`"
+    if not BRONZE.exists(lake):
+        return ""
+    adds = pa.table(DeltaTable(str(BRONZE.path(lake))).get_add_actions(flatten=True))
+    if "max.ts" not in adds.column_names:  # files without statistics: nothing to tell
+        return ""
+    mine = pc.equal(adds.column("partition.batch_date"), pa.scalar(day, pa.date32()))
+    newest = pc.max(adds.filter(mine).column("max.ts")).as_py()
+    start = dt.datetime.combine(day, dt.time(), dt.UTC)
+    if newest is None or newest < start:
+        return ""
+    return (f"{day} has bronze readings but no silver: run `probcep normalize --date {day}` "
+            f"first")
 
 
 def day_distributions(bronze, settings, days: list[dt.date]):
