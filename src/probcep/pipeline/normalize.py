@@ -57,8 +57,11 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
 
     settings, lake = ctx.settings, ctx.lake
     reports, heard = {}, []
-    for day in days:
-        _refuse_not_ingested(ctx, day)
+    for day in days:  # landing files never ingested are not silence: refused
+        why = not_ingested(settings, day)
+        if why:
+            raise ProbcepError(f"{why}: run `probcep ingest --date {day}` first (silver "
+                               f"left as it was)")
     for day in days:
         if BRONZE.files(lake, [("batch_date", ">=", day.isoformat())]):
             heard.append(day)
@@ -86,15 +89,6 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
     return [reports[day] for day in days]
 
 
-def _refuse_not_ingested(ctx: RunContext, day: dt.date) -> None:
-    """A day with landing files that ingest never read is not silence: normalized, it
-    would publish a silent day (or only the late readings of later batches)."""
-    why = not_ingested(ctx.settings, day)
-    if why:
-        raise ProbcepError(f"{why}: run `probcep ingest --date {day}` first (silver left "
-                           f"as it was)")
-
-
 def not_ingested(settings, day: dt.date) -> str:
     """Why the day's landing files are not yet in the lake ('' when they are, or there
     are none). Ingested means a row in `bronze/ingest_log`, or bronze or quarantine rows
@@ -115,25 +109,14 @@ def unmade(settings, day: dt.date) -> str:
     not): its landing files never ingested, or bronze readings dated on the day (a
     file's largest `ts` on or after the day's start: ingest quarantines later ones) that
     normalize has not turned into silver."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from deltalake import DeltaTable
-
     lake = settings.lake_root
     if SILVER.files(lake, [("date", "=", day.isoformat())]):
         return ""
     why = not_ingested(settings, day)
     if why:
         return f"{why}: run `probcep ingest --date {day}` and `probcep normalize --date {day}`"
-    if not BRONZE.exists(lake):
-        return ""
-    adds = pa.table(DeltaTable(str(BRONZE.path(lake))).get_add_actions(flatten=True))
-    if "max.ts" not in adds.column_names:  # files without statistics: nothing to tell
-        return ""
-    mine = pc.equal(adds.column("partition.batch_date"), pa.scalar(day, pa.date32()))
-    newest = pc.max(adds.filter(mine).column("max.ts")).as_py()
-    start = dt.datetime.combine(day, dt.time(), dt.UTC)
-    if newest is None or newest < start:
+    start = dt.datetime.combine(day, dt.time(), dt.UTC)  # the files' `ts` statistics
+    if not BRONZE.files(lake, [("batch_date", "=", day.isoformat()), ("ts", ">=", start)]):
         return ""
     return (f"{day} has bronze readings but no silver: run `probcep normalize --date {day}` "
             f"first")
