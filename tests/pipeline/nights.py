@@ -98,7 +98,7 @@ class FrameSilver:
     def silence(self):
         return self.fill
 
-    def unmade(self, day):
+    def unready(self, day):
         return ""
 
 

@@ -354,3 +354,47 @@ def test_a_day_grouped_before_its_silver_is_made_is_refused(spark, settings):
     normalize_day(run(settings), DAY)
     group_day(run(settings), DAY)
     group_day(run(settings), DAY + dt.timedelta(days=3))  # no landing folder: silence
+
+
+def test_silver_made_before_its_bronze_changed_is_refused_by_group_day(spark, settings):
+    """A day ingested again after a data fix, or a later batch holding late readings of
+    the day, makes the day's silver stale: grouped, it would miss the fix (and hand the
+    next day states that never saw it). The normalize log records the bronze it read."""
+    from probcep.errors import ProbcepError
+    from probcep.lake.tables import NORMALIZE_LOG
+    from probcep.pipeline.group_day import group_day
+
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings), DAY)
+    made = normalize_day(run(settings), DAY)
+    logged = NORMALIZE_LOG.read(settings.lake_root).to_pylist()
+    assert [(r["date"], r["rows"], r["streams"]) for r in logged] == [
+        (DAY, made.rows, made.streams)]
+    assert logged[0]["bronze"].startswith(f"batch_date={DAY}/")
+    group_day(run(settings), DAY)
+    ingest_day(run(settings, "same"), DAY)  # unchanged: nothing committed, still ready
+    group_day(run(settings), DAY)
+
+    fixed = long_rows()
+    fixed.loc[2, "score"] = "3"  # a reading's score fixed
+    write(settings, fixed, "r.csv")
+    ingest_day(run(settings, "fix"), DAY)
+    stale = rf"^{DAY}'s silver is older than its bronze \(batch {{}} ingested since\): run " \
+            rf"`probcep normalize --date {DAY}` first, or `probcep rerun --from {DAY} --to {DAY}`$"
+    with pytest.raises(ProbcepError, match=stale.format(DAY)):
+        group_day(run(settings), DAY)
+    normalize_day(run(settings), DAY)
+    group_day(run(settings), DAY)
+    version = NORMALIZE_LOG.version(settings.lake_root)
+    normalize_day(run(settings, "again"), DAY)  # the same silver from the same bronze
+    assert NORMALIZE_LOG.version(settings.lake_root) == version
+
+    later = DAY + dt.timedelta(days=1)  # late readings of DAY in the next day's batch
+    folder = settings.landing_dir / later.isoformat()
+    folder.mkdir(parents=True)
+    long_rows().iloc[[0, 6]].to_csv(folder / "late.csv", index=False)
+    ingest_day(run(settings), later)
+    with pytest.raises(ProbcepError, match=stale.format(later)):
+        group_day(run(settings), DAY)
+    normalize_day(run(settings), DAY)
+    group_day(run(settings), DAY)

@@ -86,7 +86,8 @@ def _writes(step: str):
     """The tables a step writes (`run` and `rerun`: any of the catalog's)."""
     from probcep.lake import tables as t
 
-    return {"ingest": (t.BRONZE, t.QUARANTINE, t.INGEST_LOG), "normalize": (t.SILVER,),
+    return {"ingest": (t.BRONZE, t.QUARANTINE, t.INGEST_LOG),
+            "normalize": (t.SILVER, t.NORMALIZE_LOG),
             "group-day": (t.GROUPS, t.STATES, t.APPROX_MATCHES, t.APPROX_BUNDLES,
                           t.APPROX_HISTORY),
             "validate-gold": (), "publish-alerts": (t.ALERTS, t.ALERT_CHANGES),

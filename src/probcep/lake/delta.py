@@ -76,6 +76,19 @@ COMMITTED_NAME = re.compile(r"part-(?P<i>\d{5})-of-(?P<n>\d{5})-(?P<fp>[0-9a-f]{
                             r"-(?P<write>[0-9a-f]{32})\.parquet")
 
 
+def contents(uris) -> str:
+    """What committed files hold, as sorted words `partition/fingerprint`, one per
+    partition (a file named by an earlier writer, without a fingerprint: its name). Equal
+    words, equal rows: a rewrite of unchanged rows commits nothing, so keeps the files."""
+    words = set()
+    for uri in uris:
+        partition, name = uri.rsplit("/", 2)[-2:]
+        found = COMMITTED_NAME.fullmatch(name)
+        what = name if found is None else found["write" if found["fp"] == "none" else "fp"]
+        words.add(f"{partition}/{what}")
+    return " ".join(sorted(words))
+
+
 def writer_properties(schema):
     """How delta-rs writes Parquet for the lake (benchmarks that build silver with it):
     silver's row groups, and dictionary encoding only for string columns."""
@@ -111,10 +124,10 @@ def _is_string(pa, t) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t)
 
 
-def spark_read(spark, table: Table, lake, filters=None):
-    """The table's current files that may hold rows matching `filters` (see
-    `Table.files`), read by Spark. None when there is no table or no such file."""
-    files = table.files(lake, filters)
+def spark_read(spark, table: Table, lake, filters=None, version: int | None = None):
+    """The table's current files (or `version`'s) that may hold rows matching `filters`
+    (see `Table.files`), read by Spark. None when there is no table or no such file."""
+    files = table.files(lake, filters, version)
     return spark.read.parquet(*map(literal, files)) if files else None
 
 

@@ -32,7 +32,7 @@ from probcep.errors import writing
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
 
 #: Columns that describe a run, not a result: ignored when deciding whether rows changed.
-RUN_COLUMNS = ("run_id", "ingest_time")
+RUN_COLUMNS = ("run_id", "ingest_time", "normalize_time")
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 #: Attempts at a write whose commit loses the race to other writers' commits, and the
 #: backoff before the next attempt: doubling from the first value up to the second,
@@ -313,6 +313,13 @@ INGEST_LOG = Table("bronze/ingest_log", "batch_date", pa.schema([
 ]))
 #: One row per stream and timestep; one probability column per silver symbol.
 SILVER = Table("silver/distributions", "date")
+#: One row per day normalize made (or found silent): its counts, and `bronze`, what the
+#: bronze files that may hold the day's readings held then (`lake.delta.contents`), so
+#: grouping can tell silver made before bronze changed (a re-ingest after a data fix).
+NORMALIZE_LOG = Table("silver/normalize_log", "date", pa.schema([
+    ("date", pa.date32()), ("rows", pa.int64()), ("streams", pa.int64()),
+    ("bronze", pa.string()), ("run_id", pa.string()), ("normalize_time", UTC_MICROS),
+]))
 SILVER_KEYS = ("stream_id", "t", "ts", "date")
 
 
@@ -391,9 +398,9 @@ ARCHIVE_STATS = Table("state/archive_stats", "date", pa.schema([
 ]))
 
 #: Every table, in data-flow order.
-CATALOG = (BRONZE, QUARANTINE, INGEST_LOG, SILVER, GROUPS, STATES, ALERTS, ALERT_CHANGES,
-           APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY, CORRELATIONS, CORRELATION_ALERTS,
-           CORRELATION_ALERT_CHANGES, ARCHIVE_STATS)
+CATALOG = (BRONZE, QUARANTINE, INGEST_LOG, SILVER, NORMALIZE_LOG, GROUPS, STATES, ALERTS,
+           ALERT_CHANGES, APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY, CORRELATIONS,
+           CORRELATION_ALERTS, CORRELATION_ALERT_CHANGES, ARCHIVE_STATS)
 
 # --- live mode ----------------------------------------------------------------------
 

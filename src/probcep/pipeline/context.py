@@ -47,8 +47,9 @@ class SilverSource(Protocol):
     def silence(self) -> tuple[float, ...] | None:
         """What a timestep with no row holds (None: every stream is gap-free)."""
 
-    def unmade(self, day: dt.date) -> str:
-        """Why the day has no silver though it should (steps run out of order), or ''."""
+    def unready(self, day: dt.date) -> str:
+        """Why the day's silver is not ready to be grouped (steps run out of order: none
+        made though it should be, or made before its bronze changed), or ''."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class DistributionFiles:
     def silence(self) -> tuple[float, ...] | None:
         return None
 
-    def unmade(self, day: dt.date) -> str:
+    def unready(self, day: dt.date) -> str:
         return ""  # `files` names a missing file itself
 
 
@@ -126,10 +127,10 @@ class LakeSilver:
     def version(self) -> int | None:
         return SILVER.version(self.settings.lake_root)
 
-    def unmade(self, day: dt.date) -> str:
-        from probcep.pipeline.normalize import unmade
+    def unready(self, day: dt.date) -> str:
+        from probcep.pipeline.normalize import unready
 
-        return unmade(self.settings, day)
+        return unready(self.settings, day)
 
     def silence(self) -> tuple[float, ...] | None:
         return self.settings.silence

@@ -63,8 +63,8 @@ def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
     """The exact patterns (groups checked against the gold suite), then the approximate."""
     from probcep.pipeline.approx_day import approx_day
 
-    why = ctx.source.unmade(day)
-    if why:  # grouped, the day would be silent, and the next resume from it
+    why = ctx.source.unready(day)
+    if why:  # grouped, the day would be silent or stale, and the next resume from it
         raise ProbcepError(why)
     result, later = GroupResult(0, 0, False, False), ()
     if ctx.exact:

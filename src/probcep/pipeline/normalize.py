@@ -26,8 +26,8 @@ import datetime as dt
 from dataclasses import dataclass
 
 from probcep.errors import ProbcepError
-from probcep.lake.delta import replace_days, spark_read
-from probcep.lake.tables import BRONZE, INGEST_LOG, QUARANTINE, SILVER
+from probcep.lake.delta import contents, replace_days, spark_read
+from probcep.lake.tables import BRONZE, INGEST_LOG, NORMALIZE_LOG, QUARANTINE, SILVER
 from probcep.pipeline.context import RunContext
 
 
@@ -62,8 +62,10 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
         if why:
             raise ProbcepError(f"{why}: run `probcep ingest --date {day}` first (silver "
                                f"left as it was)")
+    version = BRONZE.version(lake)  # one snapshot: the bronze read is the bronze logged
+    listed = BRONZE.file_lister(lake, version)
     for day in days:
-        if BRONZE.files(lake, [("batch_date", ">=", day.isoformat())]):
+        if listed([("batch_date", ">=", day.isoformat())]):
             heard.append(day)
             continue
         if settings.missing_day == "refuse":
@@ -74,7 +76,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
         reports[day] = NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
     if heard:
         spark = ctx.spark
-        bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", heard[0].isoformat())])
+        bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", heard[0].isoformat())],
+                            version)
         silver = day_distributions(bronze, settings, heard)
 
         def check(staged):
@@ -86,7 +89,29 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
                                        "clock": ctx.clock.label},
                             settings.target_file_bytes, check=check, count="stream_id")
         reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
+    for day in days:
+        _log(ctx, reports[day], contents(listed(sources(settings, day))))
     return [reports[day] for day in days]
+
+
+def _log(ctx: RunContext, report: NormalizeReport, bronze: str) -> None:
+    """Record the normalized day in `silver/normalize_log` (no commit when a rerun found
+    the same counts and bronze)."""
+    import pyarrow as pa
+
+    row = {"date": report.day, "rows": report.rows, "streams": report.streams,
+           "bronze": bronze, "run_id": ctx.run_id, "normalize_time": dt.datetime.now(dt.UTC)}
+    NORMALIZE_LOG.replace_day(ctx.lake, report.day,
+                              pa.Table.from_pylist([row], schema=NORMALIZE_LOG.schema),
+                              {"run_id": ctx.run_id, "date": report.day.isoformat()})
+
+
+def sources(settings, day: dt.date) -> list:
+    """Filters for the bronze files that may hold readings of the day: batches ingested
+    on or after it whose `ts` statistics reach into it."""
+    first, stop = settings.clock.day_range(day)
+    return [("batch_date", ">=", day.isoformat()), ("ts", ">=", settings.clock.time(first)),
+            ("ts", "<", settings.clock.time(stop))]
 
 
 def not_ingested(settings, day: dt.date) -> str:
@@ -104,22 +129,32 @@ def not_ingested(settings, day: dt.date) -> str:
     return f"{day} was never ingested, yet {folder} holds {len(files)} landing file(s)"
 
 
-def unmade(settings, day: dt.date) -> str:
-    """Why the day should have silver rows but has none ('' when it has them, or should
-    not): its landing files never ingested, or bronze readings dated on the day (a
-    file's largest `ts` on or after the day's start: ingest quarantines later ones) that
-    normalize has not turned into silver."""
+def unready(settings, day: dt.date) -> str:
+    """Why the day's silver is not ready to be grouped ('' when it is): its landing files
+    never ingested; bronze readings of the day (the files' `ts` statistics) that
+    normalize never turned into silver; or silver made from bronze that has changed
+    since (re-ingested after a data fix: `silver/normalize_log` says what bronze held).
+    A day normalized before the log existed, or by live mode, is taken as it is."""
     lake = settings.lake_root
-    if SILVER.files(lake, [("date", "=", day.isoformat())]):
+    if not SILVER.files(lake, [("date", "=", day.isoformat())]):
+        why = not_ingested(settings, day)
+        if why:
+            return (f"{why}: run `probcep ingest --date {day}` and `probcep normalize "
+                    f"--date {day}`")
+        if not BRONZE.files(lake, sources(settings, day)):
+            return ""
+        if not NORMALIZE_LOG.files(lake, NORMALIZE_LOG.day_filter(day, {})):
+            return (f"{day} has bronze readings but no silver: run `probcep normalize "
+                    f"--date {day}` first")
+    logged = NORMALIZE_LOG.read(lake, NORMALIZE_LOG.day_filter(day, {}))["bronze"].to_pylist()
+    now = contents(BRONZE.files(lake, sources(settings, day)))
+    if not logged or logged[0] == now:
         return ""
-    why = not_ingested(settings, day)
-    if why:
-        return f"{why}: run `probcep ingest --date {day}` and `probcep normalize --date {day}`"
-    start = dt.datetime.combine(day, dt.time(), dt.UTC)  # the files' `ts` statistics
-    if not BRONZE.files(lake, [("batch_date", "=", day.isoformat()), ("ts", ">=", start)]):
-        return ""
-    return (f"{day} has bronze readings but no silver: run `probcep normalize --date {day}` "
-            f"first")
+    changed = sorted({w.split("/")[0].removeprefix("batch_date=")
+                      for w in set(logged[0].split()) ^ set(now.split())})
+    return (f"{day}'s silver is older than its bronze (batch {', '.join(changed)} ingested "
+            f"since): run `probcep normalize --date {day}` first, or `probcep rerun --from "
+            f"{day} --to {day}`")
 
 
 def day_distributions(bronze, settings, days: list[dt.date]):
