@@ -166,3 +166,37 @@ def test_no_episode_and_an_approximate_pattern_are_told_plainly(lake, capsys):
     assert capsys.readouterr().err == ("probcep evaluate: error: --pattern visit_one_missing "
                                        "is an approximate pattern: evaluate scores the "
                                        "groups and alerts of exact patterns\n")
+
+
+def test_episodes_that_can_only_be_missed_are_warned_of(lake, capsys):
+    """An episode on a day its pattern was never grouped, or of a stream silver holds
+    nothing of on its days (a typo), counts as missed: the command says why, on stderr."""
+    from deltalake import write_deltalake
+
+    from probcep.lake.tables import SILVER, STATES, silver_schema
+
+    root = lake / "lake"
+    n = 2
+    STATES.replace_day(root, DAY, pa.table({
+        "pattern": ["room_visit", "hallway_pass"], "pattern_version": ["v"] * n,
+        "stream_id": [""] * n, "batch_date": [DAY] * n, "next_t": [0] * n,
+        "state": [b""] * n, "run_id": ["r"] * n}).cast(STATES.schema), {"run_id": "r"})
+    write_deltalake(str(SILVER.path(root)), pa.table({
+        "stream_id": ["a", "b"], "t": [1, 2],
+        "ts": pa.array([None] * n, pa.timestamp("us", tz="UTC")), "date": [DAY] * n,
+        "x": [1.0] * n}).cast(silver_schema(["x"])), partition_by=["date"])
+    assert run(lake, capsys, "--json")
+    assert capsys.readouterr().err == ""  # every episode's day grouped, its stream heard
+
+    (lake / "episodes.csv").write_text(EPISODES + "a,2026-01-02T00:10:00,2026-01-02T00:20:00,"
+                                       "room_visit\nzz,2026-01-01T00:10:00,"
+                                       "2026-01-01T00:20:00,room_visit\n")
+    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake", str(root),
+                 "--json"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out.splitlines()[0])["missed"] == 4
+    assert said.err.splitlines() == [
+        "probcep evaluate: warning: room_visit: 1 day(s) of its episodes were never grouped "
+        "(2026-01-02): their episodes count as missed",
+        "probcep evaluate: warning: room_visit: silver holds no reading of stream(s) zz on "
+        "the days of their episodes: a mistyped stream_id? they count as missed"]

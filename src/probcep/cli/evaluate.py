@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -40,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from probcep.cli.figure import image_format, plot_sweep
-    from probcep.errors import ProbcepError
+    from probcep.errors import ProbcepError, ProbcepWarning
     from probcep.lake.tables import ALERTS, GROUPS
     from probcep.pipeline.context import RunContext
-    from probcep.pipeline.evaluate import SWEEP, evaluate, read_episodes
+    from probcep.pipeline.evaluate import SWEEP, evaluate, read_episodes, uncovered
 
     ctx = RunContext.open("evaluate", settings=args.settings, lake=args.lake,
                           registry=args.registry, patterns=args.pattern)
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     filters = [("pattern", "in", names)]
     groups = GROUPS.read(ctx.lake, filters).to_pandas()
     alerts = ALERTS.read(ctx.lake, filters).to_pandas()
+    for line in uncovered(ctx.lake, ctx.clock, episodes, names):
+        warnings.warn(line, ProbcepWarning, stacklevel=1)
     thresholds = SWEEP if args.sweep else (args.threshold,)
     rows, cards = evaluate(episodes, groups, alerts, names, thresholds)
     if args.plot:

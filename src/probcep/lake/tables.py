@@ -63,18 +63,19 @@ class Table:
 
         return DeltaTable(str(self.path(lake))).version() if self.exists(lake) else None
 
-    def read(self, lake, filters=None, version: int | None = None) -> pa.Table:
+    def read(self, lake, filters=None, version: int | None = None,
+             columns: Sequence[str] | None = None) -> pa.Table:
         """Rows matching delta-rs tuple `filters` (empty, with the schema, when the table
-        does not exist yet)."""
+        does not exist yet), with `columns` (default: all)."""
         from deltalake import DeltaTable
 
         if not self.exists(lake):
             if self.schema is None:
                 raise FileNotFoundError(f"{self.path(lake)}: no Delta table here")
-            return self.schema.empty_table()
+            return self.schema.empty_table().select(columns or self.schema.names)
         rows = DeltaTable(str(self.path(lake)), version=version).to_pyarrow_table(
-            filters=filters or None)
-        if self.schema is None:
+            filters=filters or None, columns=columns)
+        if self.schema is None or columns:
             return rows
         for f in self.schema:  # a column added since this version was written: nulls
             if f.name not in rows.schema.names and f.nullable:

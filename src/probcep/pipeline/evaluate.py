@@ -16,6 +16,7 @@ the episode covers the timesteps from the one holding `start` to the one holding
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,6 +142,54 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
         rows = np.flatnonzero(again.to_numpy())[:2] + 2
         raise InputError(f"{path}: rows {rows[0]} and {rows[1]} are the same episode")
     return out
+
+
+def uncovered(lake, clock: Clock, episodes: pd.DataFrame, patterns: list[str]) -> list[str]:
+    """Why some episodes can only count as missed, whatever the engine found: a day of
+    theirs their pattern was never grouped on (no "day processed" row in `state/engine`),
+    or a stream silver holds no row of on any of their days (a mistyped id, a sensor
+    that sent nothing). One line per pattern and reason; none when all are covered."""
+    import pyarrow.compute as pc
+
+    from probcep.lake.tables import SILVER, STATES
+    from probcep.pipeline.group_day import PROCESSED
+
+    mine = episodes[episodes.pattern.isin(patterns)]
+    if not len(mine):
+        return []
+    spans = [[clock.day_of(a) + dt.timedelta(days=k)
+              for k in range((clock.day_of(b) - clock.day_of(a)).days + 1)]
+             for a, b in zip(mine.t_start, mine.t_end)]
+    days = sorted({d for span in spans for d in span})
+    grouped, held = set(), set()
+    for part in STATES.scan(lake, [("batch_date", "in", days)],
+                            pc.field("stream_id") == PROCESSED,
+                            ["pattern", "stream_id", "batch_date"]):
+        grouped.update(zip(part.column("pattern").to_pylist(),
+                           part.column("batch_date").to_pylist()))
+    for day in days if SILVER.exists(lake) else ():  # a day's stream ids at a time
+        ids = SILVER.read(lake, [("date", "=", day)], columns=["stream_id"])["stream_id"]
+        held.update((s, day) for s in pc.unique(ids).to_pylist())
+    lines = []
+    for name in patterns:
+        ungrouped, unheard = set(), set()
+        for (stream, pattern), span in zip(zip(mine.stream_id, mine.pattern), spans):
+            if pattern != name:
+                continue
+            done = [d for d in span if (name, d) in grouped]
+            ungrouped.update(set(span) - set(done))
+            if done and not any((stream, d) in held for d in done):
+                unheard.add(stream)
+        if ungrouped:
+            shown = ", ".join(map(str, sorted(ungrouped)[:3])) + (", …" if len(ungrouped) > 3
+                                                                  else "")
+            lines.append(f"{name}: {len(ungrouped)} day(s) of its episodes were never "
+                         f"grouped ({shown}): their episodes count as missed")
+        if unheard and SILVER.exists(lake):
+            shown = ", ".join(sorted(unheard)[:3]) + (", …" if len(unheard) > 3 else "")
+            lines.append(f"{name}: silver holds no reading of stream(s) {shown} on the days "
+                         f"of their episodes: a mistyped stream_id? they count as missed")
+    return lines
 
 
 @dataclass(frozen=True)
