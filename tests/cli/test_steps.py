@@ -76,6 +76,15 @@ def test_nights_backfill_and_rerun(spark, tmp_path, capsys):
                  "--source", str(sample.folder), "--pattern", "nope"]) == 2
     assert "no pattern(s) ['nope']" in capsys.readouterr().err
 
+    # gap-free files have no silence: a day skipped is refused with the times, not grouped
+    skip = ["--lake", str(tmp_path / "skip"), *opts]
+    assert main(["group-day", "--date", sample.days[0].isoformat(), *skip]) == 0
+    capsys.readouterr()
+    assert main(["group-day", "--date", sample.days[2].isoformat(), *skip]) == 2
+    err = capsys.readouterr().err
+    assert (f"grouping stopped at {sample.days[1]} 00:00:00 UTC (t=" in err
+            and f"so their days are grouped in order from {sample.days[1]}, each" in err), err
+
     # a source row that is not a distribution (no silver suite checks it) is refused
     day2.loc[day2.index[7], DOMAIN[0]] = float("nan")
     day2.to_parquet(path, index=False, coerce_timestamps="us")

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from probcep.config.clock import Clock
 from probcep.config.registry import RegisteredPattern
-from probcep.errors import ProbcepError
+from probcep.errors import InputError, ProbcepError
 from probcep.lake.delta import staging_folder
 from probcep.lake.tables import GROUPS, STATES
 from probcep.pipeline.context import RunContext
@@ -141,6 +141,8 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
     with GROUPS.lock(ctx.lake, day, pattern=names), STATES.lock(ctx.lake, day, pattern=names):
         with staging_folder(GROUPS.path(ctx.lake)) as staging:
             silence, files = ctx.source.silence(), ctx.source.files(day)
+            if silence is None:
+                _continues(prev, ctx.clock, day)
             out = run_grouping(ctx.spark if files else None, files, prev, patterns, ctx.domain,
                                staging, final=False,
                                silence=None if silence is None else np.array(silence),
@@ -157,6 +159,22 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
                                       | set(groups["stream_id"].to_pylist())) - {PROCESSED}),
                          groups_written=wrote_groups, states_written=wrote_states)
     return result, groups, new_states
+
+
+def _continues(states: pa.Table, clock: Clock, day: dt.date) -> None:
+    """Gap-free distributions have no silence to step over: a stream whose saved state
+    stops before the day starts (a day skipped, or a file that ended early) is refused
+    here, with its times, rather than by the engine on an executor."""
+    first = clock.day_range(day)[0]
+    behind = states.filter(pc.less(states["next_t"], first))
+    if behind.num_rows:
+        sid, t = behind["stream_id"][0].as_py(), behind["next_t"][0].as_py()
+        raise InputError(
+            f"stream {sid!r}: grouping stopped at {clock.time(t):%Y-%m-%d %H:%M:%S} UTC "
+            f"(t={t}) and {day} starts at {clock.time(first):%Y-%m-%d %H:%M:%S} (t={first}): "
+            f"distribution files have no silence to fill the gap, so their days are "
+            f"grouped in order from {clock.day_of(t)}, each file holding every timestep "
+            f"of its day")
 
 
 def split_output(out: pa.Table, day: dt.date, run_id: str, clock: Clock,
