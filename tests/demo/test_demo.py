@@ -9,7 +9,7 @@ import pytest
 
 from probcep.demo.sample import generate_landing
 from probcep.demo.walkthrough import run_demo
-from probcep.pipeline.context import RunContext
+from probcep.pipeline.context import LakeSilver, RunContext
 
 pytestmark = pytest.mark.slow
 
@@ -18,8 +18,8 @@ def test_demo_finds_the_true_visits(spark, tmp_path, capsys):
     generate_landing(tmp_path / "landing", days=2, streams=2, seed=9)
     lines = []
     ctx = RunContext.open("demo", lake=tmp_path / "lake", master="local[2]", echo=lines.append)
-    ctx = dataclasses.replace(ctx, settings=dataclasses.replace(
-        ctx.settings, landing_dir=tmp_path / "landing"))
+    settings = dataclasses.replace(ctx.settings, landing_dir=tmp_path / "landing")
+    ctx = dataclasses.replace(ctx, settings=settings, source=LakeSilver(settings))
     card = run_demo(ctx)
     assert card is not None and len(card.episodes) > 10
     assert card.found >= 0.6 * len(card.episodes)

@@ -376,8 +376,15 @@ def test_silver_made_before_its_bronze_changed_is_refused_by_group_day(spark, se
     group_day(run(settings), DAY)
 
     fixed = long_rows()
-    fixed.loc[2, "score"] = "3"  # a reading's score fixed
+    fixed.loc[2, "score"] = "3"  # a reading's score fixed, in the landing file
     write(settings, fixed, "r.csv")
+    changed = (rf"{settings.landing_dir / DAY.isoformat()} changed since {DAY} was ingested "
+               rf"\(1 landing file\(s\) then, 1 now, or one rewritten\): run `probcep ingest "
+               rf"--date {DAY}`")
+    with pytest.raises(ProbcepError, match=changed + " first \\(silver left as it was\\)$"):
+        normalize_day(run(settings), DAY)
+    with pytest.raises(ProbcepError, match=changed + f" and `probcep normalize --date {DAY}`$"):
+        group_day(run(settings), DAY)
     ingest_day(run(settings, "fix"), DAY)
     stale = rf"^{DAY}'s silver is older than its bronze \(batch {{}} ingested since\): run " \
             rf"`probcep normalize --date {DAY}` first, or `probcep rerun --from {DAY} --to {DAY}`$"
@@ -390,9 +397,13 @@ def test_silver_made_before_its_bronze_changed_is_refused_by_group_day(spark, se
     assert NORMALIZE_LOG.version(settings.lake_root) == version
 
     later = DAY + dt.timedelta(days=1)  # late readings of DAY in the next day's batch
+    assert ingest_day(run(settings), later).silent  # no folder yet: silence
     folder = settings.landing_dir / later.isoformat()
     folder.mkdir(parents=True)
     long_rows().iloc[[0, 6]].to_csv(folder / "late.csv", index=False)
+    with pytest.raises(ProbcepError, match=rf"{folder} changed since {later} was ingested "
+                                           rf"\(0 landing file\(s\) then, 1 now, or one "):
+        normalize_day(run(settings), later)  # its files came after the silent ingest
     ingest_day(run(settings), later)
     with pytest.raises(ProbcepError, match=stale.format(later)):
         group_day(run(settings), DAY)

@@ -304,13 +304,15 @@ QUARANTINE = Table("bronze/quarantine", "batch_date", pa.schema([
     ("source_file", pa.string()), ("batch_date", pa.date32()), ("ingest_time", UTC_MICROS),
     ("raw", pa.string()),
 ]))
-#: One row per day ingest has read (or found silent): its counts, and why it was silent.
-#: What tells normalize that a day with landing files but nothing in bronze was ingested
-#: (every record quarantined, or empty files) rather than never ingested.
+#: One row per day ingest has read (or found silent): its counts, why it was silent, and
+#: `landing`, a digest of the landing files it read (`pipeline.landing.listing`; added
+#: later, so null in older rows). What tells normalize that a day with landing files but
+#: nothing in bronze was ingested (every record quarantined, or empty files) rather than
+#: never ingested, and that the files it read are still those in the folder.
 INGEST_LOG = Table("bronze/ingest_log", "batch_date", pa.schema([
     ("batch_date", pa.date32()), ("files", pa.int64()), ("records", pa.int64()),
     ("bronze", pa.int64()), ("quarantined", pa.int64()), ("silent", pa.string()),
-    ("run_id", pa.string()), ("ingest_time", UTC_MICROS),
+    ("run_id", pa.string()), ("ingest_time", UTC_MICROS), ("landing", pa.string()),
 ]))
 #: One row per stream and timestep; one probability column per silver symbol.
 SILVER = Table("silver/distributions", "date")

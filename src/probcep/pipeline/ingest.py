@@ -42,6 +42,7 @@ from probcep.pipeline.landing import (
     Unreadable,
     cell,
     data_files,
+    listing,
     read_files,
     unreadable_from_error,
 )
@@ -545,22 +546,24 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
             files[day] = landing_files(settings, day)  # before Spark: a missing day is quick
         except IngestError as missing:
             reports[day] = _silence(ctx, day, missing)
+    seen = {day: listing(files.get(day, [])) for day in days}  # before reading them
     if files:
         reports.update(_ingest_files(ctx, files))
     for day in days:
-        _log(ctx, reports[day])
+        _log(ctx, reports[day], seen[day])
     return [reports[day] for day in days]
 
 
-def _log(ctx: RunContext, report: IngestReport) -> None:
+def _log(ctx: RunContext, report: IngestReport, landing: str) -> None:
     """Record the ingested day in `bronze/ingest_log` (no commit when a rerun found
-    the same counts)."""
+    the same counts and landing files)."""
     import pyarrow as pa
 
     row = {"batch_date": report.day, "files": report.files, "records": report.rows,
            "bronze": report.bronze, "quarantined": report.quarantined,
            "silent": report.silent or None, "run_id": ctx.run_id,
-           "ingest_time": dt.datetime.now(dt.UTC)}
+           "ingest_time": dt.datetime.now(dt.UTC), "landing": landing}
+    INGEST_LOG.add_missing_columns(ctx.lake, {"run_id": ctx.run_id})  # a lake before them
     INGEST_LOG.replace_day(ctx.lake, report.day,
                            pa.Table.from_pylist([row], schema=INGEST_LOG.schema),
                            {"run_id": ctx.run_id, "batch_date": report.day.isoformat()})

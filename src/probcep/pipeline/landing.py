@@ -31,6 +31,7 @@ from __future__ import annotations
 import bz2
 import csv
 import gzip
+import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,17 @@ def data_files(folder: Path) -> list[Path]:
     not a regular file (a folder, a FIFO, a link to nothing) is read as unreadable, so
     it is quarantined and counted rather than passed over unseen."""
     return sorted(p for p in folder.iterdir() if not p.name.startswith(("_", ".")))
+
+
+def listing(files: list[Path]) -> str:
+    """A digest of the files' names, sizes and modification times: what ingest read, told
+    from what the folder holds later (a file added, removed or rewritten) without reading
+    it again. A link is taken as itself, so a broken one is listed too."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        st = path.lstat()
+        digest.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def _not_regular(path: Path) -> Unreadable:

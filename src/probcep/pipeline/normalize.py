@@ -115,32 +115,40 @@ def sources(settings, day: dt.date) -> list:
 
 
 def not_ingested(settings, day: dt.date) -> str:
-    """Why the day's landing files are not yet in the lake ('' when they are, or there
-    are none). Ingested means a row in `bronze/ingest_log`, or bronze or quarantine rows
-    of the day (a lake ingested before the log existed)."""
-    from probcep.pipeline.landing import data_files
+    """Why the day's landing files are not in the lake as they are now ('' when they
+    are, or there are none): never ingested, or changed since (a file added, removed or
+    rewritten: `bronze/ingest_log` keeps a digest of what ingest read). Ingested means a
+    row in the log, or bronze or quarantine rows of the day (a lake ingested before the
+    log existed, whose files cannot be compared)."""
+    from probcep.pipeline.landing import data_files, listing
 
     folder = settings.landing_dir / day.isoformat()
     files = data_files(folder) if folder.is_dir() else []
-    on_day = [("batch_date", "=", day.isoformat())]
     lake = settings.lake_root
-    if not files or any(t.files(lake, on_day) for t in (INGEST_LOG, BRONZE, QUARANTINE)):
+    logged = INGEST_LOG.read(lake, INGEST_LOG.day_filter(day, {})).to_pylist()
+    if logged and logged[0]["landing"] is not None:
+        if logged[0]["landing"] == listing(files):
+            return ""
+        return (f"{folder} changed since {day} was ingested ({logged[0]['files']} landing "
+                f"file(s) then, {len(files)} now, or one rewritten)")
+    on_day = [("batch_date", "=", day.isoformat())]
+    if not files or logged or any(t.files(lake, on_day) for t in (BRONZE, QUARANTINE)):
         return ""
     return f"{day} was never ingested, yet {folder} holds {len(files)} landing file(s)"
 
 
 def unready(settings, day: dt.date) -> str:
     """Why the day's silver is not ready to be grouped ('' when it is): its landing files
-    never ingested; bronze readings of the day (the files' `ts` statistics) that
-    normalize never turned into silver; or silver made from bronze that has changed
-    since (re-ingested after a data fix: `silver/normalize_log` says what bronze held).
-    A day normalized before the log existed, or by live mode, is taken as it is."""
+    never ingested, or changed since; bronze readings of the day (the files' `ts`
+    statistics) that normalize never turned into silver; or silver made from bronze that
+    has changed since (re-ingested after a data fix: `silver/normalize_log` says what
+    bronze held). A day normalized before the log existed, or by live mode, is taken as
+    it is."""
     lake = settings.lake_root
+    why = not_ingested(settings, day)
+    if why:
+        return f"{why}: run `probcep ingest --date {day}` and `probcep normalize --date {day}`"
     if not SILVER.files(lake, [("date", "=", day.isoformat())]):
-        why = not_ingested(settings, day)
-        if why:
-            return (f"{why}: run `probcep ingest --date {day}` and `probcep normalize "
-                    f"--date {day}`")
         if not BRONZE.files(lake, sources(settings, day)):
             return ""
         if not NORMALIZE_LOG.files(lake, NORMALIZE_LOG.day_filter(day, {})):
