@@ -167,7 +167,8 @@ def uncovered(lake, clock: Clock, episodes: pd.DataFrame, patterns: list[str]) -
                             ["pattern", "stream_id", "batch_date"]):
         grouped.update(zip(part.column("pattern").to_pylist(),
                            part.column("batch_date").to_pylist()))
-    for day in days if SILVER.exists(lake) else ():  # a day's stream ids at a time
+    has_silver = SILVER.exists(lake)  # without it, no stream can be told missing
+    for day in days if has_silver else ():  # a day's stream ids at a time
         ids = SILVER.read(lake, [("date", "=", day)], columns=["stream_id"])["stream_id"]
         held.update((s, day) for s in pc.unique(ids).to_pylist())
     lines = []
@@ -185,7 +186,7 @@ def uncovered(lake, clock: Clock, episodes: pd.DataFrame, patterns: list[str]) -
                                                                   else "")
             lines.append(f"{name}: {len(ungrouped)} day(s) of its episodes were never "
                          f"grouped ({shown}): their episodes count as missed")
-        if unheard and SILVER.exists(lake):
+        if unheard and has_silver:
             shown = ", ".join(sorted(unheard)[:3]) + (", …" if len(unheard) > 3 else "")
             lines.append(f"{name}: silver holds no reading of stream(s) {shown} on the days "
                          f"of their episodes: a mistyped stream_id? they count as missed")

@@ -549,6 +549,7 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
     seen = {day: listing(files.get(day, [])) for day in days}  # before reading them
     if files:
         reports.update(_ingest_files(ctx, files))
+    INGEST_LOG.add_missing_columns(ctx.lake, {"run_id": ctx.run_id})  # a log before them
     for day in days:
         _log(ctx, reports[day], seen[day])
     return [reports[day] for day in days]
@@ -563,7 +564,6 @@ def _log(ctx: RunContext, report: IngestReport, landing: str) -> None:
            "bronze": report.bronze, "quarantined": report.quarantined,
            "silent": report.silent or None, "run_id": ctx.run_id,
            "ingest_time": dt.datetime.now(dt.UTC), "landing": landing}
-    INGEST_LOG.add_missing_columns(ctx.lake, {"run_id": ctx.run_id})  # a lake before them
     INGEST_LOG.replace_day(ctx.lake, report.day,
                            pa.Table.from_pylist([row], schema=INGEST_LOG.schema),
                            {"run_id": ctx.run_id, "batch_date": report.day.isoformat()})

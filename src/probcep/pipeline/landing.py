@@ -89,11 +89,16 @@ def data_files(folder: Path) -> list[Path]:
 def listing(files: list[Path]) -> str:
     """A digest of the files' names, sizes and modification times: what ingest read, told
     from what the folder holds later (a file added, removed or rewritten) without reading
-    it again. A link is taken as itself, so a broken one is listed too."""
+    it again. A link is taken as itself, so a broken one is listed too; a file gone
+    since it was listed is listed as gone."""
     digest = hashlib.sha256()
     for path in sorted(files):
-        st = path.lstat()
-        digest.update(f"{path.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        try:
+            st = path.lstat()
+            size, mtime = st.st_size, st.st_mtime_ns
+        except FileNotFoundError:
+            size = mtime = -1
+        digest.update(f"{path.name}\0{size}\0{mtime}\n".encode())
     return digest.hexdigest()[:16]
 
 

@@ -148,14 +148,15 @@ def unready(settings, day: dt.date) -> str:
     why = not_ingested(settings, day)
     if why:
         return f"{why}: run `probcep ingest --date {day}` and `probcep normalize --date {day}`"
+    bronze = BRONZE.files(lake, sources(settings, day))
+    logged = NORMALIZE_LOG.read(lake, NORMALIZE_LOG.day_filter(day, {}))["bronze"].to_pylist()
     if not SILVER.files(lake, [("date", "=", day.isoformat())]):
-        if not BRONZE.files(lake, sources(settings, day)):
+        if not bronze:
             return ""
-        if not NORMALIZE_LOG.files(lake, NORMALIZE_LOG.day_filter(day, {})):
+        if not logged:
             return (f"{day} has bronze readings but no silver: run `probcep normalize "
                     f"--date {day}` first")
-    logged = NORMALIZE_LOG.read(lake, NORMALIZE_LOG.day_filter(day, {}))["bronze"].to_pylist()
-    now = contents(BRONZE.files(lake, sources(settings, day)))
+    now = contents(bronze)
     if not logged or logged[0] == now:
         return ""
     changed = sorted({w.split("/")[0].removeprefix("batch_date=")
