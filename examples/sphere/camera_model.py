@@ -18,8 +18,8 @@ says more. This module learns P(room | box) per camera from frames whose room is
   frames of one second are one position, not independent evidence, as for the wearable).
 
 A camera whose training frames name only one room (the kitchen and living-room cameras
-here) learns just that room: its reading is that room, as before. Pure numpy/pandas; no
-I/O.
+here) learns just that room: its reading is that room, as before. numpy, pandas and
+SciPy's k-d tree for the nearest frames; no I/O.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.spatial import cKDTree
 
 FEATURES = ("centre_2d_x", "centre_2d_y", "bb_2d_br_x", "bb_2d_br_y", "bb_2d_tl_x",
             "bb_2d_tl_y")
@@ -36,7 +37,6 @@ K = 50  # nearest training frames that vote for a frame's room
 ALPHA = 2.0  # pseudo-frames of the training room shares added to the K votes
 MIN_ROOM_FRAMES = 20  # a room with fewer training frames is not learned for this camera
 MAX_TRAINING_FRAMES = 6000  # evenly thinned beyond this (the kitchen camera has 30,000)
-CHUNK = 2048  # frames scored at once (memory: CHUNK x training frames distances)
 
 
 @dataclass(frozen=True)
@@ -103,16 +103,16 @@ def frame_posterior(model: CameraModel, frames: pd.DataFrame) -> np.ndarray:
     if len(model.rooms) == 1:  # a one-room camera: nothing to tell apart
         return out
     ok = ~np.isnan(x).any(axis=1)
+    if not ok.any():
+        return out
     k = min(K, len(model.points))
-    rows = np.flatnonzero(ok)
-    for lo in range(0, len(rows), CHUNK):
-        part = rows[lo:lo + CHUNK]
-        d = ((x[part, None, :] - model.points[None, :, :]) ** 2).sum(axis=2)
-        near = np.argpartition(d, k - 1, axis=1)[:, :k] if k < d.shape[1] else \
-            np.broadcast_to(np.arange(d.shape[1]), d.shape)
-        votes = np.stack([(model.room_index[near] == i).sum(axis=1)
-                          for i in range(len(model.rooms))], axis=1)
-        out[part] = (votes + ALPHA * model.share) / (k + ALPHA)
+    # a k-d tree, not all distances: the kitchen camera of the ten-sequence release scores
+    # 22,000 frames against 6,000 (3 s by brute force, 0.16 s so, the same neighbours)
+    _, near = cKDTree(model.points).query(x[ok], k=k)
+    near = near.reshape(int(ok.sum()), k)
+    votes = np.stack([(model.room_index[near] == i).sum(axis=1)
+                      for i in range(len(model.rooms))], axis=1)
+    out[ok] = (votes + ALPHA * model.share) / (k + ALPHA)
     return out
 
 

@@ -28,8 +28,8 @@ DAYS = ("2026-05-01", "2026-05-06")
 #: episodes follow convert.py's floor-plan rule: both kitchen stays of every sequence
 #: (the second is annotated as left for the stairs, through the hall), and 00002's bed1
 #: and bath visits (annotated bed1 -> bath, across the landing).
-AT_ALERTS = {"toilet_visit": (6, 6, 6), "kitchen_visit": (12, 12, 4),
-             "bed1_visit": (6, 6, 0), "bed2_visit": (6, 6, 0), "bath_visit": (6, 6, 0)}
+AT_ALERTS = {"toilet_visit": (6, 6, 4), "kitchen_visit": (12, 12, 3),
+             "bed1_visit": (6, 6, 2), "bed2_visit": (6, 6, 0), "bath_visit": (6, 6, 0)}
 
 pytestmark = [pytest.mark.slow, pytest.mark.soak, pytest.mark.skipif(
     not (RAW / "00001").is_dir(),
@@ -79,15 +79,15 @@ def test_the_best_threshold_of_the_sweep(house, capsys):
                                                         0.95]
     kitchen = [r for r in rows if r["pattern"] == "kitchen_visit"]
     best = min(kitchen, key=lambda r: (-r["found"], r["false_alarms"], r["threshold"]))
-    assert (best["threshold"], best["found"], best["false_alarms"]) == (0.6, 12, 2)
-    # Met for kitchen visits (README §4) from 0.15 to 0.65; the false alarms left are the
-    # kitchen visits before and after the annotated span (00001's two from 0.6 up).
+    assert (best["threshold"], best["found"], best["false_alarms"]) == (0.55, 12, 2)
+    # Met for kitchen visits (README §4) from 0.15 to 0.7; the false alarms left are the
+    # kitchen visits before and after the annotated span (00001's two from 0.55 up).
     assert [r["threshold"] for r in kitchen if r["found"] >= 0.9 * r["true"]
             and r["false_alarms"] <= r["true"] / 2] == [0.15, 0.2, 0.25, 0.3, 0.35, 0.4,
-                                                        0.45, 0.5, 0.55, 0.6, 0.65]
+                                                        0.45, 0.5, 0.55, 0.6, 0.65, 0.7]
     found = {r["threshold"]: (r["found"], r["false_alarms"]) for r in kitchen}
-    assert found[0.1] == (12, 9) and found[0.55] == (12, 3) and found[0.65] == (11, 2)
-    assert found[0.7] == (9, 2) and found[0.85] == (3, 2) and found[0.95] == (0, 1)
+    assert found[0.1] == (12, 9) and found[0.5] == (12, 3) and found[0.65] == (12, 2)
+    assert found[0.7] == (11, 2) and found[0.85] == (6, 2) and found[0.95] == (1, 1)
 
 
 def test_silver_holds_only_seconds_with_readings(house):

@@ -1,5 +1,5 @@
-"""The SPHERE example's camera and PIR models (examples/sphere/) on made-up frames and
-seconds: no data, no Spark."""
+"""The SPHERE example's wearable, camera and PIR models (examples/sphere/) on made-up
+packets, frames and seconds: no data, no Spark."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sphere"
 sys.path.insert(0, str(EXAMPLE))
 camera_model = pytest.importorskip("camera_model")
 convert = pytest.importorskip("convert")
+sensor_model = pytest.importorskip("sensor_model")
 
 ROOMS = ("hall", "kitchen", "stairs")
 
@@ -24,6 +25,60 @@ def frames(t, x, y):
     return pd.DataFrame({"t": t, "centre_2d_x": x, "centre_2d_y": y,
                          "bb_2d_br_x": x + 10, "bb_2d_br_y": y + 10,
                          "bb_2d_tl_x": x - 10, "bb_2d_tl_y": y - 10})
+
+
+def packets(rssi: dict[str, list[float]], rooms: list[str]):
+    """A training pair: RSSI per AP (NaN: not heard) and each packet's room."""
+    return pd.DataFrame(rssi), rooms
+
+
+def test_visits_count_stays_not_seconds():
+    labels = ["hall"] * 5 + [None] * 2 + ["hall"] * 3 + ["kitchen"] * 50 + ["hall", "stairs"]
+    np.testing.assert_array_equal(sensor_model.visits(labels, ROOMS), [2, 1, 1])
+    assert sensor_model.visits([], ROOMS).sum() == 0
+
+
+def test_the_wearable_prior_weighs_rooms_by_their_visits_tempered():
+    # hall and stairs sound alike at the one AP; the hall is entered 4 times, the
+    # stairs once (and stays there longer): the prior, not the RSSI, tells them apart
+    rng = np.random.default_rng(1)
+    lab = ["hall"] * 30 + ["kitchen"] * 30 + ["hall"] * 30 + ["kitchen"] * 30 \
+        + ["hall"] * 30 + ["kitchen"] * 30 + ["hall"] * 30 + ["stairs"] * 300
+    ap = np.where(np.isin(lab, ["hall", "stairs"]), -80.0, -60.0) + rng.normal(0, 1, len(lab))
+    training = [packets({"AP": ap}, lab)]
+    probe = pd.DataFrame({"AP": [-80.0]})
+    expected = {"visits": (4 ** 0.5, 1.0), "uniform": (1.0, 1.0)}
+    for prior, (hall, stairs) in expected.items():
+        model = sensor_model.fit(training, ROOMS, ["AP"], prior=prior)
+        assert model.rooms == ROOMS
+        post = sensor_model.posterior_per_second(model, np.array([0.5]), probe, ROOMS)
+        ratio = post.loc[0, "hall"] / post.loc[0, "stairs"]
+        # the two rooms' Gaussians differ a little by chance; the prior sets the ratio
+        assert ratio == pytest.approx(hall / stairs, rel=0.02), prior
+    frequency = sensor_model.fit(training, ROOMS, ["AP"], prior="frequency", power=1.0)
+    np.testing.assert_allclose(frequency.prior, np.array([120, 90, 300]) / 510)
+    with pytest.raises(ValueError, match="prior must be"):
+        sensor_model.fit(training, ROOMS, ["AP"], prior="seconds")
+
+
+def test_an_access_point_off_in_a_sequence_neither_trains_nor_votes():
+    lab = ["hall"] * 40 + ["kitchen"] * 40
+    near = np.r_[np.full(40, -60.0), np.full(40, -90.0)]  # the AP sits in the hall
+    on = packets({"A": near, "B": np.full(80, np.nan)}, lab)  # B is not installed
+    model = sensor_model.fit([on], ROOMS, ["A", "B"])
+    assert model.aps == ("A",)
+    # installed in a second sequence, B hears the kitchen; then a packet that B did not
+    # hear counts against the kitchen only where B is installed
+    with_b = packets({"A": near, "B": np.r_[np.full(40, np.nan), np.full(40, -60.0)]}, lab)
+    model = sensor_model.fit([on, with_b], ROOMS, ["A", "B"])
+    assert model.aps == ("A", "B")
+    heard_a = pd.DataFrame({"A": [-75.0], "B": [np.nan]})
+    off = sensor_model.packet_log_likelihood(model, heard_a)  # B heard nothing: off
+    installed = sensor_model.packet_log_likelihood(model, heard_a, np.array([True, True]))
+    kitchen = model.rooms.index("kitchen")
+    assert installed[0, kitchen] < off[0, kitchen]
+    assert installed[0, model.rooms.index("hall")] == pytest.approx(
+        off[0, model.rooms.index("hall")] + np.log1p(-model.p_hear[0, 1]))
 
 
 def test_a_camera_tells_apart_where_in_the_picture_rooms_are():
