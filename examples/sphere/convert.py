@@ -79,6 +79,7 @@ DEFAULT_CAMERAS = ("hallway", "kitchen", "living_room")
 CAMERA_ROOMS = {"hallway": "hall", "living_room": "living"}  # else the camera's own name
 REQUIRED_FILES = ("meta.json", "acceleration.csv", "pir.csv")
 
+PIR_TYPES = {"start": float, "end": float, "name": str, "index": np.int64}
 READING_COLUMNS = ["stream_id", "sensor_id", "ts", "symbol", "score"]
 EPISODE_COLUMNS = ["stream_id", "start", "end", "pattern"]
 
@@ -159,7 +160,8 @@ def load_recording(folder: Path, house: House) -> Recording | None:
     meta = json.loads((folder / "meta.json").read_text())
     packets = pd.read_csv(folder / "acceleration.csv")
     aps = [ap for ap in house.aps if ap in packets.columns]
-    packets = packets[["t", *aps]].sort_values("t", kind="stable").reset_index(drop=True)
+    packets = (packets[["t", *aps]].astype(float)  # a file of no packet reads as text
+               .sort_values("t", kind="stable").reset_index(drop=True))
     n_seconds = int(np.ceil(meta.get("end", packets["t"].max())))
 
     def stays(name):
@@ -170,7 +172,7 @@ def load_recording(folder: Path, house: House) -> Recording | None:
         warn(f"{folder}: no location_0.csv: converted without episodes and not trained on")
     return Recording(
         name=folder.name, n_seconds=n_seconds, packets=packets,
-        pir=pd.read_csv(folder / "pir.csv"),
+        pir=pd.read_csv(folder / "pir.csv", dtype=PIR_TYPES),  # typed when it is empty
         video={c: _frames(folder / f"video_{c}.csv") for c in house.cameras},
         stays=stays("location_0.csv"), stays_1=stays("location_1.csv"))
 
@@ -178,7 +180,7 @@ def load_recording(folder: Path, house: House) -> Recording | None:
 def _frames(path: Path) -> pd.DataFrame:
     """A camera file's frames: t and the box features camera_model.py reads."""
     frames = pd.read_csv(path)
-    frames = frames.reindex(columns=["t", *camera_model.FEATURES])
+    frames = frames.reindex(columns=["t", *camera_model.FEATURES]).astype(float)
     return frames.sort_values("t", kind="stable").reset_index(drop=True)
 
 

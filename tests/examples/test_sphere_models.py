@@ -171,3 +171,24 @@ def test_the_converter_refuses_folders_it_cannot_use_before_writing(tmp_path, ca
     afile.write_text("x")
     assert refused(raw, afile).endswith(f"OUT_DIR {afile} is not a folder")
     assert not (out / "episodes.csv").exists()
+
+
+def test_a_sequence_with_no_pir_or_camera_event_converts(tmp_path):
+    # the release's test sequences are ten-second snippets, some with a header-only
+    # pir.csv or video file; pandas reads such a file's columns as text
+    house = convert.House(ROOMS, ("AP",), ROOMS, {"hallway": "hall"})
+    seq = tmp_path / "00012"
+    seq.mkdir()
+    (seq / "meta.json").write_text('{"end": 3, "start": 0}')
+    (seq / "acceleration.csv").write_text("t,x,y,z,AP\n0.1,0,0,1,-70\n1.2,0,0,1,-71\n")
+    (seq / "pir.csv").write_text("start,end,name,index\n")
+    (seq / "video_hallway.csv").write_text("t," + ",".join(camera_model.FEATURES) + "\n")
+    rec = convert.load_recording(seq, house)
+    assert rec.stays is None and rec.n_seconds == 3
+    model = sensor_model.fit([packets({"AP": [-70.0] * 30 + [-90.0] * 30},
+                                      ["hall"] * 30 + ["stairs"] * 30)], ROOMS, ["AP"])
+    readings = convert.all_readings(rec, house, model, pd.Timestamp("2026-05-12 10:00"))
+    assert set(readings["sensor_id"]) == {"wearable", "background"}
+    assert sorted(readings["ts"].str[11:19].unique()) == ["10:00:00", "10:00:01",
+                                                          "10:00:02"]
+    assert convert.pir_readings(rec, house).empty
