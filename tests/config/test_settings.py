@@ -131,6 +131,7 @@ def test_a_misspelt_variable_is_named_and_the_ones_meant_for_others_are_not(tmp_
     path.write_text(BASE + "epoch: '2026-01-01T00:00:00'\n")
     env = {"PROBCEP_LANDNG_DIR": "/elsewhere", "PROBCEP_HOME": "/opt/probcep",
            "PROBCEP_SETTINGS": str(path), "PROBCEP_SPHERE_DIR": "/data/sphere",
+           "PROBCEP_SPHERE_RELEASE_DIR": "/data/sphere10",
            "PROBCEP_LAKE_ROOT": "/data/lake", "OTHER_LANDNG_DIR": "x"}
     with pytest.warns(SettingsWarning) as said:
         loaded = load_settings(path, env=env)

@@ -37,7 +37,8 @@ READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 LAKE_PATH_REFUSED = "[]\\"
 #: `PROBCEP_*` variables that are not settings: the settings file, where a deployment
 #: keeps `jobs/` (the DAGs), and the SPHERE data of the real-data tests.
-OTHER_VARIABLES = ("PROBCEP_SETTINGS", "PROBCEP_HOME", "PROBCEP_SPHERE_DIR")
+OTHER_VARIABLES = ("PROBCEP_SETTINGS", "PROBCEP_HOME", "PROBCEP_SPHERE_DIR",
+                   "PROBCEP_SPHERE_RELEASE_DIR")
 
 
 class SettingsError(ProbcepError, ValueError):
