@@ -39,11 +39,12 @@ def sequence_scores(rec: convert.Recording, house: convert.House, training: dict
     PIR names its own room (no P(room | PIR on)). per_second, when
     given, receives (truth, mixed argmax) per labelled second."""
     model = convert.leave_one_out_model(rec.name, training, house)
+    worn = convert.wearable_readings(rec, model, house.rooms)
     cameras = (None if fixed_cameras
-               else convert.leave_one_out_cameras(rec.name, recordings, house))
+               else convert.leave_one_out_cameras(rec, recordings, house, worn))
     pirs = None if fixed_pirs else convert.leave_one_out_pir_rooms(rec.name, recordings, house)
-    parts = [convert.wearable_readings(rec, model, house.rooms),
-             convert.pir_readings(rec, house, pirs), convert.camera_readings(rec, house, cameras),
+    parts = [worn, convert.pir_readings(rec, house, pirs),
+             convert.camera_readings(rec, house, cameras),
              convert.background_readings(rec, house.rooms)]
     wear = mixed_distribution(parts[0], house.rooms)
     mix = mixed_distribution(pd.concat(parts, ignore_index=True), house.rooms)

@@ -39,6 +39,7 @@ PIR_WEIGHT = 0.5  # per PIR on in that second; PIRs lag and fire in neighbouring
 CAMERA_WEIGHT = 1.0  # per camera with a detection, spread over rooms by camera_model.py
 BACKGROUND_WEIGHT = 0.01  # spread evenly over the rooms in every second of the recording
 PIR_OWN_ROOM_SECONDS = 10.0  # pseudo-seconds in its own room added to a PIR's training
+SEEN_SHARE = 0.1  # a camera trains on sequences where this share of its frames saw the room
 
 # --- time ------------------------------------------------------------------------------
 DEFAULT_START_DATE = "2026-05-01"  # sequence 00001's day; sequence NNNNN lands NNNNN-1 later
@@ -448,14 +449,41 @@ def leave_one_out_model(name: str, training: dict[str, tuple[pd.DataFrame, np.nd
     return sensor_model.fit(others, house.rooms, house.aps)
 
 
-def leave_one_out_cameras(name: str, recordings: list[Recording],
-                          house: House) -> dict[str, camera_model.CameraModel | None]:
-    """Per camera, the position model for sequence `name`, fitted on the frames of every
-    other labelled sequence (None: no room to learn, the camera names its own room)."""
-    others = [r for r in recordings if r.name != name and r.stays is not None]
-    return {camera: camera_model.fit([(r.video[camera], r.labels(r.video[camera]["t"]))
-                                      for r in others], house.rooms)
-            for camera in house.cameras}
+def leave_one_out_cameras(rec: Recording, recordings: list[Recording], house: House,
+                          wearable: pd.DataFrame | None = None
+                          ) -> dict[str, camera_model.CameraModel | None]:
+    """Per camera, the position model for `rec`, fitted on the frames of other labelled
+    sequences (None: no room to learn, the camera names its own room).
+
+    A camera file need not look at the same room in every sequence: in 00007-00010 of the
+    release `video_kitchen.csv` sees the living room and `video_living_room.csv` the
+    kitchen. So each camera is trained on the sequences in which at least SEEN_SHARE of
+    its labelled frames are in the room that `wearable` (rec's wearable readings) puts
+    the participant in while rec's camera sees someone, found without rec's labels; on
+    every other labelled sequence when there is no such room or sequence."""
+    others = [r for r in recordings if r.name != rec.name and r.stays is not None]
+    models = {}
+    for camera in house.cameras:
+        pairs = [(r.video[camera], r.labels(r.video[camera]["t"])) for r in others]
+        seen = None if wearable is None else room_seen(rec, camera, wearable)
+        alike = [pair for pair in pairs if seen is not None
+                 and share_in(pair[1], seen) >= SEEN_SHARE]
+        models[camera] = camera_model.fit(alike or pairs, house.rooms)
+    return models
+
+
+def room_seen(rec: Recording, camera: str, wearable: pd.DataFrame) -> str | None:
+    """The room with the most wearable probability over the seconds in which `camera`
+    sees someone in `rec` (None: the wearable has none of those seconds)."""
+    seconds = np.unique(np.floor(rec.video[camera]["t"].to_numpy()).astype(np.int64))
+    heard = wearable[wearable["second"].isin(seconds)]
+    return None if heard.empty else heard.groupby("symbol")["score"].sum().idxmax()
+
+
+def share_in(labels, room: str) -> float:
+    """The share of the labelled frames (labels not None) that are in `room`."""
+    named = pd.Series(np.asarray(labels, dtype=object)).dropna()
+    return float((named == room).mean()) if len(named) else 0.0
 
 
 def leave_one_out_pir_rooms(name: str, recordings: list[Recording],
@@ -511,7 +539,8 @@ def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
         day = day_of(rec.name, start_date)
         day_start = dt.datetime.combine(day, DAY_START)
         model = leave_one_out_model(rec.name, training, house)
-        cameras = leave_one_out_cameras(rec.name, recordings, house)
+        cameras = leave_one_out_cameras(rec, recordings, house,
+                                        wearable_readings(rec, model, house.rooms))
         pirs = leave_one_out_pir_rooms(rec.name, recordings, house)
         readings = all_readings(rec, house, model, day_start, cameras, pirs)
         folder = out_dir / "landing" / day.isoformat()

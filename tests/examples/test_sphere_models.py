@@ -192,3 +192,28 @@ def test_a_sequence_with_no_pir_or_camera_event_converts(tmp_path):
     assert sorted(readings["ts"].str[11:19].unique()) == ["10:00:00", "10:00:01",
                                                           "10:00:02"]
     assert convert.pir_readings(rec, house).empty
+
+
+def test_a_camera_trains_on_the_sequences_where_it_saw_the_room_the_wearable_says():
+    # the same camera file looks at the kitchen in one deployment and at the stairs in
+    # another (the release's kitchen and living-room files swap in 00007-00010); the
+    # scored sequence's wearable, not its labels, says which one it is in
+    house = convert.House(ROOMS, (), ROOMS, {"kitchen": "kitchen"})
+    t = np.arange(100) / 2
+
+    def rec(name, room):
+        stays = None if room is None else pd.DataFrame({"start": [0.0], "end": [100.0],
+                                                       "name": [room]})
+        return convert.Recording(name, 100, pd.DataFrame({"t": []}), pd.DataFrame(),
+                                 {"kitchen": frames(t, np.full(100, 100.0), 100 + t)},
+                                 stays, None)
+
+    kitchen, stairs, scored = rec("00001", "kitchen"), rec("00007", "stairs"), rec("00008", None)
+    worn = pd.DataFrame({"second": np.repeat(np.arange(50), 2), "sensor_id": "wearable",
+                         "symbol": np.tile(["stairs", "kitchen"], 50),
+                         "score": np.tile([0.8, 0.2], 50)})
+    models = convert.leave_one_out_cameras(scored, [kitchen, stairs, scored], house, worn)
+    assert models["kitchen"].rooms == ("stairs",)
+    mixed = convert.leave_one_out_cameras(scored, [kitchen, stairs, scored], house)
+    assert mixed["kitchen"].rooms == ("kitchen", "stairs")
+    assert convert.room_seen(scored, "kitchen", worn[worn["second"] > 60]) is None

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "sphere"
 RELEASE = os.environ.get("PROBCEP_SPHERE_RELEASE_DIR", "")
 #: At the alerts (0.5): (true, found, false alarms), as the README reports them.
-AT_ALERTS = {"toilet_visit": (10, 10, 4), "kitchen_visit": (20, 20, 1),
+AT_ALERTS = {"toilet_visit": (10, 10, 4), "kitchen_visit": (20, 20, 3),
              "bed1_visit": (10, 10, 0), "bed2_visit": (10, 10, 0), "bath_visit": (10, 10, 0)}
 
 pytestmark = [pytest.mark.slow, pytest.mark.soak, pytest.mark.skipif(
@@ -54,4 +54,4 @@ def test_the_ten_sequences_meet_the_targets(spark, tmp_path, capsys, monkeypatch
            for p in ("toilet_visit", "kitchen_visit")}
     sweep = [round(0.05 * k, 2) for k in range(1, 20)]
     assert met["toilet_visit"] == sweep  # at most 4 false alarms for 10 true visits
-    assert met["kitchen_visit"] == sweep[:15]  # 0.80: 16 of 20 found
+    assert met["kitchen_visit"] == sweep[:13]  # 0.70: 17 of 20 found
