@@ -333,13 +333,13 @@ def _readings(second, sensor, symbol, score) -> pd.DataFrame:
     return frame
 
 
-def all_readings(rec: Recording, house: House,
-                 model: sensor_model.RssiModel | None, day_start: dt.datetime,
+def all_readings(rec: Recording, house: House, wearable: pd.DataFrame,
+                 day_start: dt.datetime,
                  cameras: dict[str, camera_model.CameraModel | None] | None = None,
                  pirs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The sequence's long-layout readings, sorted by time, with ISO timestamps (UTC)."""
-    frame = pd.concat([wearable_readings(rec, model, house.rooms),
-                       pir_readings(rec, house, pirs),
+    """The sequence's long-layout readings, sorted by time, with ISO timestamps (UTC);
+    `wearable` is wearable_readings' (the cameras' training needs it too)."""
+    frame = pd.concat([wearable, pir_readings(rec, house, pirs),
                        camera_readings(rec, house, cameras),
                        background_readings(rec, house.rooms)],
                       ignore_index=True).sort_values(["second", "sensor_id", "symbol"],
@@ -539,10 +539,10 @@ def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
         day = day_of(rec.name, start_date)
         day_start = dt.datetime.combine(day, DAY_START)
         model = leave_one_out_model(rec.name, training, house)
-        cameras = leave_one_out_cameras(rec, recordings, house,
-                                        wearable_readings(rec, model, house.rooms))
+        worn = wearable_readings(rec, model, house.rooms)
+        cameras = leave_one_out_cameras(rec, recordings, house, worn)
         pirs = leave_one_out_pir_rooms(rec.name, recordings, house)
-        readings = all_readings(rec, house, model, day_start, cameras, pirs)
+        readings = all_readings(rec, house, worn, day_start, cameras, pirs)
         folder = out_dir / "landing" / day.isoformat()
         folder.mkdir(parents=True, exist_ok=True)
         readings.to_csv(folder / f"{rec.stream_id}.csv", index=False, float_format="%.6g")

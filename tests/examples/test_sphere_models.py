@@ -187,7 +187,8 @@ def test_a_sequence_with_no_pir_or_camera_event_converts(tmp_path):
     assert rec.stays is None and rec.n_seconds == 3
     model = sensor_model.fit([packets({"AP": [-70.0] * 30 + [-90.0] * 30},
                                       ["hall"] * 30 + ["stairs"] * 30)], ROOMS, ["AP"])
-    readings = convert.all_readings(rec, house, model, pd.Timestamp("2026-05-12 10:00"))
+    worn = convert.wearable_readings(rec, model, house.rooms)
+    readings = convert.all_readings(rec, house, worn, pd.Timestamp("2026-05-12 10:00"))
     assert set(readings["sensor_id"]) == {"wearable", "background"}
     assert sorted(readings["ts"].str[11:19].unique()) == ["10:00:00", "10:00:01",
                                                           "10:00:02"]
