@@ -87,6 +87,103 @@ def test_bad_episodes_name_the_row(lake, capsys):
     assert "row 2: start 'yesterday' is not a timestamp" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text, said", [
+    # blank lines are no records, and a quoted field may span lines: the line is named
+    ("a,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n\n\n"
+     "a,bad,2026-01-01T00:01:00,room_visit\n", "row 5: start 'bad' is not a timestamp"),
+    ('"a\nb",2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n'
+     "a,bad,2026-01-01T00:01:00,room_visit\n", "row 4: start 'bad' is not a timestamp"),
+    # one field too many would shift every column (pandas: "end 'room_visit'")
+    ("a,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit,zz\n",
+     "row 2: 5 field(s), the header has 4"),
+    ("a,2026-01-01T00:00:00\n", "row 2: 2 field(s), the header has 4"),
+    ("", None),
+])
+def test_episode_rows_are_named_by_the_line_they_start_on(lake, capsys, text, said):
+    (lake / "bad.csv").write_text("stream_id,start,end,pattern\n" + text)
+    code = main(["evaluate", "--episodes", str(lake / "bad.csv"), "--lake",
+                 str(lake / "lake"), "--pattern", "room_visit"])
+    err = capsys.readouterr().err
+    assert (code, said in err if said else err) == (2, True) if said else (code, err) == (0, "")
+
+
+def test_an_empty_or_unreadable_episodes_file_is_refused(lake, capsys):
+    for content, said in ((b"", "empty: expected a header stream_id,start,end,pattern"),
+                          (b"stream_id,start,end,pattern\n\xe9,x,y,z\n",
+                           "cannot read the episodes file: 'utf-8' codec")):
+        (lake / "bad.csv").write_bytes(content)
+        assert main(["evaluate", "--episodes", str(lake / "bad.csv"), "--lake",
+                     str(lake / "lake")]) == 2
+        assert said in capsys.readouterr().err
+
+
+def test_nanoseconds_are_dropped_without_a_python_warning(lake, capsys):
+    import warnings
+
+    from probcep.errors import ProbcepWarning
+
+    (lake / "episodes.csv").write_text(EPISODES.replace("00:12:00,", "00:12:00.123456789,"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert json.loads(run(lake, capsys, "--json").splitlines()[0])["found"] == 1
+    assert [str(w.message) for w in caught if w.category is not ProbcepWarning] == []
+
+
+def test_alerts_that_were_never_published_are_refused_or_warned_of(lake, capsys, tmp_path):
+    """Scored against alerts publish-alerts never wrote, every episode would count as
+    missed without a word."""
+    import shutil
+
+    # a day grouped after the alerts were published: its groups are not alerts yet
+    day2 = DAY + dt.timedelta(days=1)
+    rows = GROUPS.read(lake / "lake", GROUPS.day_filter(DAY, {})).set_column(
+        GROUPS.schema.get_field_index("batch_date"), "batch_date",
+        pa.array([day2] * len(GROUP_ROWS), pa.date32()))
+    GROUPS.replace_day(lake / "lake", day2, rows, {"run_id": "r"})
+    argv = ["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake", str(lake / "lake"),
+            "--json"]
+    assert main(argv) == 0  # (this lake has no state/engine: "never grouped" lines too)
+    assert [x for x in capsys.readouterr().err.splitlines() if "publish" in x] == [
+        f"probcep evaluate: warning: {name}: 1 day(s) hold groups at or above its alert "
+        f"threshold {threshold} but no published alert (2026-01-02): run publish-alerts "
+        f"for them, or give --threshold" for name, threshold in (("room_visit", 0.5),
+                                                                 ("hallway_pass", 0.9))]
+    assert main([*argv, "--threshold", "0.5"]) == 0  # groups are scored: no alert read
+    assert "publish" not in capsys.readouterr().err
+
+    shutil.rmtree(ALERTS.path(lake / "lake"))
+    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
+                 str(lake / "lake")]) == 2
+    assert capsys.readouterr().err == (
+        f"probcep evaluate: error: {lake}/lake/gold/alerts: no gold alerts table here (run "
+        f"publish-alerts, or give --threshold P to score the groups)\n")
+    assert json.loads(run(lake, capsys, "--json", "--threshold", "0.5").splitlines()[0])[
+        "found"] == 1  # the groups are scored without alerts
+
+
+def test_a_mistyped_year_reads_silver_only_on_grouped_days(lake, capsys, monkeypatch):
+    """An episode ending in 2062 spans 13,000 days: none of them but the grouped ones is
+    read (it took a minute, a read per day)."""
+    from probcep.lake.tables import SILVER
+
+    test_episodes_that_can_only_be_missed_are_warned_of(lake, capsys)  # state and silver
+    reads = []
+    real = type(SILVER).read
+
+    def read(table, *args, **kwargs):
+        reads.extend([args[1]] if table is SILVER else [])
+        return real(table, *args, **kwargs)
+
+    monkeypatch.setattr(type(SILVER), "read", read)
+    (lake / "episodes.csv").write_text(EPISODES.replace("2026-01-01T00:18:00",
+                                                        "2062-01-01T00:18:00"))
+    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
+                 str(lake / "lake"), "--json"]) == 0
+    assert len(reads) == 1 and capsys.readouterr().err.startswith(
+        "probcep evaluate: warning: room_visit: 13149 day(s) of its episodes were never "
+        "grouped (2026-01-02, 2026-01-03, 2026-01-04, …)")
+
+
 @pytest.mark.parametrize("rows, said", [
     (",2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit", "row 2: no stream_id"),
     ("a,2026-01-01T00:00:00,2026-01-01T00:01:00, ", "row 2: no pattern"),
@@ -197,6 +294,7 @@ def test_episodes_that_can_only_be_missed_are_warned_of(lake, capsys):
     assert json.loads(said.out.splitlines()[0])["missed"] == 4
     assert said.err.splitlines() == [
         "probcep evaluate: warning: room_visit: 1 day(s) of its episodes were never grouped "
-        "(2026-01-02): their episodes count as missed",
+        "(2026-01-02): nothing on them is found (an episode wholly on them counts as "
+        "missed)",
         "probcep evaluate: warning: room_visit: silver holds no reading of stream(s) zz on "
         "the days of their episodes: a mistyped stream_id? they count as missed"]

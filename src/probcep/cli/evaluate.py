@@ -44,7 +44,13 @@ def run(args: argparse.Namespace) -> int:
     from probcep.errors import ProbcepError, ProbcepWarning
     from probcep.lake.tables import ALERTS, GROUPS
     from probcep.pipeline.context import RunContext
-    from probcep.pipeline.evaluate import SWEEP, evaluate, read_episodes, uncovered
+    from probcep.pipeline.evaluate import (
+        SWEEP,
+        evaluate,
+        read_episodes,
+        uncovered,
+        unpublished,
+    )
 
     ctx = RunContext.open("evaluate", settings=args.settings, lake=args.lake,
                           registry=args.registry, patterns=args.pattern)
@@ -77,12 +83,20 @@ def run(args: argparse.Namespace) -> int:
     if not GROUPS.exists(ctx.lake):  # a mistyped --lake would score nothing found
         raise ProbcepError(f"{GROUPS.path(ctx.lake)}: no gold groups table here (run the "
                            f"pipeline first, or give --lake)")
+    thresholds = SWEEP if args.sweep else (args.threshold,)
+    scores_alerts = None in thresholds
+    if scores_alerts and not ALERTS.exists(ctx.lake):  # every episode would count as missed
+        raise ProbcepError(f"{ALERTS.path(ctx.lake)}: no gold alerts table here (run "
+                           f"publish-alerts, or give --threshold P to score the groups)")
     filters = [("pattern", "in", names)]
     groups = GROUPS.read(ctx.lake, filters).to_pandas()
     alerts = ALERTS.read(ctx.lake, filters).to_pandas()
-    for line in uncovered(ctx.lake, ctx.clock, episodes, names):
+    lines = uncovered(ctx.lake, ctx.clock, episodes, names)
+    if scores_alerts:
+        lines += unpublished(groups, alerts, {p.name: p.alert_threshold for p in ctx.exact
+                                              if p.name in names})
+    for line in lines:
         warnings.warn(line, ProbcepWarning, stacklevel=1)
-    thresholds = SWEEP if args.sweep else (args.threshold,)
     rows, cards = evaluate(episodes, groups, alerts, names, thresholds)
     if args.plot:
         print(f"wrote {plot_sweep(args.plot, rows)}", file=sys.stderr)

@@ -16,7 +16,10 @@ the episode covers the timesteps from the one holding `start` to the one holding
 
 from __future__ import annotations
 
+import bisect
+import csv
 import datetime as dt
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,11 +109,9 @@ def _overlaps_any(episodes: pd.DataFrame, group) -> bool:
 
 def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
     """A true-episodes CSV (stream_id, start, end, pattern; ISO timestamps, UTC unless
-    they say otherwise) as stream_id, t_start, t_end, pattern."""
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot read the episodes file: {exc}") from exc
+    they say otherwise) as stream_id, t_start, t_end, pattern. Errors name the line a
+    record starts on (blank lines skipped, a quoted field may span lines)."""
+    lines, frame = _records(path)
     missing = [c for c in EPISODE_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)} "
@@ -118,8 +119,8 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
     for column in ("stream_id", "pattern"):
         blank = frame[column].str.strip() == ""
         if blank.any():
-            row = int(np.flatnonzero(blank.to_numpy())[0])
-            raise InputError(f"{path}: row {row + 2}: no {column}")
+            raise InputError(f"{path}: row {lines[int(np.argmax(blank.to_numpy()))]}: "
+                             f"no {column}")
     times = {}
     for column in ("start", "end"):
         # one value at a time: over a column, pandas gives a time without an offset the
@@ -128,27 +129,57 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
                             for v in frame[column]], dtype="datetime64[ns, UTC]")
         if stamps.isna().any():
             row = int(np.flatnonzero(stamps.isna().to_numpy())[0])
-            raise InputError(f"{path}: row {row + 2}: {column} {frame[column].iloc[row]!r} "
-                             f"is not a timestamp")
-        times[column] = [clock.timestep(s.to_pydatetime()) for s in stamps]
+            raise InputError(f"{path}: row {lines[row]}: {column} "
+                             f"{frame[column].iloc[row]!r} is not a timestamp")
+        # whole microseconds: a timestep is never shorter, and pandas warns of the rest
+        times[column] = [clock.timestep(s.to_pydatetime()) for s in stamps.dt.floor("us")]
     out = pd.DataFrame({"stream_id": frame["stream_id"], "t_start": times["start"],
                         "t_end": times["end"], "pattern": frame["pattern"]})
     backwards = out.t_end < out.t_start
     if backwards.any():
-        row = int(np.flatnonzero(backwards.to_numpy())[0])
-        raise InputError(f"{path}: row {row + 2}: end is before start")
+        raise InputError(f"{path}: row {lines[int(np.argmax(backwards.to_numpy()))]}: end "
+                         f"is before start")
     again = out.duplicated(keep=False)
     if again.any():  # one true case counted twice would count as missed twice
-        rows = np.flatnonzero(again.to_numpy())[:2] + 2
-        raise InputError(f"{path}: rows {rows[0]} and {rows[1]} are the same episode")
+        first, second = np.flatnonzero(again.to_numpy())[:2]
+        raise InputError(f"{path}: rows {lines[first]} and {lines[second]} are the same "
+                         f"episode")
     return out
 
 
+def _records(path: Path) -> tuple[list[int], pd.DataFrame]:
+    """The file's records under its header, as text, with the line each starts on; a
+    record with more or fewer fields than the header is refused (pandas would shift it
+    into the wrong columns)."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader, rows, lines, after = csv.reader(handle), [], [], 0
+            for fields in reader:
+                if fields:  # a blank line is no record
+                    rows.append(fields)
+                    lines.append(after + 1)
+                after = reader.line_num
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: cannot read the episodes file: {exc}") from exc
+    if not rows:
+        raise InputError(f"{path}: empty: expected a header {','.join(EPISODE_COLUMNS)}")
+    header, body, lines = rows[0], rows[1:], lines[1:]
+    for fields, line in zip(body, lines):
+        if len(fields) != len(header):
+            raise InputError(f"{path}: row {line}: {len(fields)} field(s), the header has "
+                             f"{len(header)}")
+    frame = pd.DataFrame(body, columns=header, dtype=str) if body else \
+        pd.DataFrame(columns=header, dtype=str)
+    return lines, frame.loc[:, ~frame.columns.duplicated()]
+
+
 def uncovered(lake, clock: Clock, episodes: pd.DataFrame, patterns: list[str]) -> list[str]:
-    """Why some episodes can only count as missed, whatever the engine found: a day of
-    theirs their pattern was never grouped on (no "day processed" row in `state/engine`),
-    or a stream silver holds no row of on any of their days (a mistyped id, a sensor
-    that sent nothing). One line per pattern and reason; none when all are covered."""
+    """Why some episodes may count as missed, whatever the engine found: days of theirs
+    their pattern was never grouped on (no "day processed" row in `state/engine`;
+    nothing on them can be found), or a stream silver holds no row of on any of their
+    grouped days (a mistyped id, a sensor that sent nothing). One line per pattern and
+    reason; none when all are covered. Reads `state/engine` once over the episodes'
+    range and silver only on grouped days, so a mistyped year costs no read per day."""
     import pyarrow.compute as pc
 
     from probcep.lake.tables import SILVER, STATES
@@ -157,39 +188,75 @@ def uncovered(lake, clock: Clock, episodes: pd.DataFrame, patterns: list[str]) -
     mine = episodes[episodes.pattern.isin(patterns)]
     if not len(mine):
         return []
-    spans = [[clock.day_of(a) + dt.timedelta(days=k)
-              for k in range((clock.day_of(b) - clock.day_of(a)).days + 1)]
-             for a, b in zip(mine.t_start, mine.t_end)]
-    days = sorted({d for span in spans for d in span})
-    grouped, held = set(), set()
-    for part in STATES.scan(lake, [("batch_date", "in", days)],
+    spans = [(clock.day_of(a), clock.day_of(b)) for a, b in zip(mine.t_start, mine.t_end)]
+    lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+    grouped, held = {}, set()
+    for part in STATES.scan(lake, [("batch_date", ">=", lo), ("batch_date", "<=", hi)],
                             pc.field("stream_id") == PROCESSED,
                             ["pattern", "stream_id", "batch_date"]):
-        grouped.update(zip(part.column("pattern").to_pylist(),
-                           part.column("batch_date").to_pylist()))
+        for name, day in zip(part.column("pattern").to_pylist(),
+                             part.column("batch_date").to_pylist()):
+            grouped.setdefault(name, set()).add(day)
     has_silver = SILVER.exists(lake)  # without it, no stream can be told missing
-    for day in days if has_silver else ():  # a day's stream ids at a time
+    for day in sorted(set().union(*grouped.values())) if has_silver else ():
         ids = SILVER.read(lake, [("date", "=", day)], columns=["stream_id"])["stream_id"]
         held.update((s, day) for s in pc.unique(ids).to_pylist())
     lines = []
     for name in patterns:
-        ungrouped, unheard = set(), set()
-        for (stream, pattern), span in zip(zip(mine.stream_id, mine.pattern), spans):
-            if pattern != name:
-                continue
-            done = [d for d in span if (name, d) in grouped]
-            ungrouped.update(set(span) - set(done))
-            if done and not any((stream, d) in held for d in done):
+        days = sorted(grouped.get(name, ()))
+        ranges = _merged([span for span, p in zip(spans, mine.pattern) if p == name])
+        unheard = set()
+        for stream, pattern, (a, b) in zip(mine.stream_id, mine.pattern, spans):
+            done = days[bisect.bisect_left(days, a):bisect.bisect_right(days, b)]
+            if pattern == name and done and not any((stream, d) in held for d in done):
                 unheard.add(stream)
-        if ungrouped:
-            shown = ", ".join(map(str, sorted(ungrouped)[:3])) + (", …" if len(ungrouped) > 3
-                                                                  else "")
-            lines.append(f"{name}: {len(ungrouped)} day(s) of its episodes were never "
-                         f"grouped ({shown}): their episodes count as missed")
+        n_ungrouped = sum((b - a).days + 1 - (bisect.bisect_right(days, b)
+                                              - bisect.bisect_left(days, a))
+                          for a, b in ranges)
+        if n_ungrouped:
+            first = itertools.islice((a + dt.timedelta(days=k) for a, b in ranges
+                                      for k in range((b - a).days + 1)
+                                      if a + dt.timedelta(days=k) not in grouped.get(name, ())),
+                                     4)
+            shown = [str(d) for d in first]
+            lines.append(f"{name}: {n_ungrouped} day(s) of its episodes were never grouped "
+                         f"({', '.join(shown[:3])}{', …' if len(shown) > 3 else ''}): "
+                         f"nothing on them is found (an episode wholly on them counts as "
+                         f"missed)")
         if unheard and has_silver:
             shown = ", ".join(sorted(unheard)[:3]) + (", …" if len(unheard) > 3 else "")
             lines.append(f"{name}: silver holds no reading of stream(s) {shown} on the days "
                          f"of their episodes: a mistyped stream_id? they count as missed")
+    return lines
+
+
+def _merged(spans: list[tuple[dt.date, dt.date]]) -> list[tuple[dt.date, dt.date]]:
+    """Day ranges (first, last), overlapping or adjacent ones merged."""
+    out: list[tuple[dt.date, dt.date]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + dt.timedelta(days=1):
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def unpublished(groups: pd.DataFrame, alerts: pd.DataFrame, thresholds: dict[str, float]
+                ) -> list[str]:
+    """Days whose groups reach their pattern's alert threshold but which hold no alert
+    of that pattern (publish-alerts not run on them, or run before a change of
+    threshold): scored against the published alerts, their episodes would count as
+    missed unseen. One line per pattern; none when every such day has alerts."""
+    lines = []
+    for name, threshold in thresholds.items():
+        due = set(groups.batch_date[(groups.pattern == name)
+                                    & (groups.probability >= threshold)])
+        missing = sorted(due - set(alerts.batch_date[alerts.pattern == name]))
+        if missing:
+            shown = ", ".join(map(str, missing[:3])) + (", …" if len(missing) > 3 else "")
+            lines.append(f"{name}: {len(missing)} day(s) hold groups at or above its alert "
+                         f"threshold {threshold:g} but no published alert ({shown}): run "
+                         f"publish-alerts for them, or give --threshold")
     return lines
 
 
