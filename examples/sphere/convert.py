@@ -151,42 +151,115 @@ class Recording:
 
 
 def load_recording(folder: Path, house: House) -> Recording | None:
-    """Read a sequence folder, or warn and return None when it lacks a needed file."""
+    """Read a sequence folder, or warn and return None when it lacks a needed file;
+    ConvertError naming the file (and row) when a file is damaged: unreadable, a
+    needed column missing, a value that is not a number, a row cut short, a room that
+    rooms.json does not name."""
     missing = [f for f in REQUIRED_FILES if not (folder / f).is_file()]
     missing += [f"video_{c}.csv" for c in house.cameras
                 if not (folder / f"video_{c}.csv").is_file()]
     if missing:
         warn(f"{folder}: skipped, missing {', '.join(missing)}")
         return None
-    meta = json.loads((folder / "meta.json").read_text())
-    packets = pd.read_csv(folder / "acceleration.csv")
+    meta = _meta(folder / "meta.json")
+    # a packet need not be heard by any access point, but its accelerations are there
+    packets = read_table(folder / "acceleration.csv", ["t"], optional=house.aps,
+                         complete=("x", "y", "z"))
     aps = [ap for ap in house.aps if ap in packets.columns]
-    packets = (packets[["t", *aps]].astype(float)  # a file of no packet reads as text
-               .sort_values("t", kind="stable").reset_index(drop=True))
-    n_seconds = int(np.ceil(meta.get("end", packets["t"].max())))
+    packets = packets[["t", *aps]].sort_values("t", kind="stable").reset_index(drop=True)
+    end = meta.get("end", packets["t"].max() if len(packets) else 0.0)
+    n_seconds = int(np.ceil(end)) if np.isfinite(end) else 0
 
     def stays(name):
         path = folder / name
-        return pd.read_csv(path).sort_values("start") if path.is_file() else None
+        if not path.is_file():
+            return None
+        table = read_table(path, ["start", "end"], text=["name"])
+        unknown = ~table["name"].isin(house.rooms)
+        if unknown.any():
+            row = int(np.argmax(unknown.to_numpy()))
+            raise ConvertError(f"{path}: row {row + 2}: room {table['name'].iloc[row]!r} is "
+                               f"not one of rooms.json ({', '.join(house.rooms)})")
+        if table.empty:
+            warn(f"{path}: no stay annotated: no true episode, and nothing to train on")
+        return table.sort_values("start")
 
     if not (folder / "location_0.csv").is_file():
         warn(f"{folder}: no location_0.csv: converted without episodes and not trained on")
+    pir = read_table(folder / "pir.csv", ["start", "end", "index"], text=["name"])
+    fractional = pir["index"] % 1 != 0
+    if fractional.any():
+        row = int(np.argmax(fractional.to_numpy()))
+        raise ConvertError(f"{folder / 'pir.csv'}: row {row + 2}: index "
+                           f"{pir['index'].iloc[row]:g} is not a whole number")
     return Recording(
         name=folder.name, n_seconds=n_seconds, packets=packets,
-        pir=pd.read_csv(folder / "pir.csv", dtype=PIR_TYPES),  # typed when it is empty
+        pir=pir.astype(PIR_TYPES),
         video={c: _frames(folder / f"video_{c}.csv") for c in house.cameras},
         stays=stays("location_0.csv"), stays_1=stays("location_1.csv"))
 
 
+def _meta(path: Path) -> dict:
+    """meta.json: an object whose `end`, when given, is the recording's length (s)."""
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConvertError(f"{path}: cannot read: {exc}") from exc
+    end = meta.get("end") if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or not (end is None or (
+            isinstance(end, int | float) and not isinstance(end, bool) and 0 <= end < 1e7)):
+        raise ConvertError(f"{path}: expected an object whose \"end\" is the recording's "
+                           f"length in seconds, got {path.read_text()[:60]!r}")
+    return meta
+
+
+def read_table(path: Path, numbers: list[str], text=(), optional=(), complete=()
+               ) -> pd.DataFrame:
+    """A CSV of the release with its `numbers` columns (finite, in every row) as floats,
+    `text` columns in every row, `optional` numeric columns it has as floats (empty:
+    NaN) and `complete` columns it has (True: all) in every row; ConvertError naming the file and
+    the line (the header is line 1) of the first bad value. An empty file is refused; a
+    header alone is a file of no row."""
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # pandas' parser errors too
+        raise ConvertError(f"{path}: cannot read: {exc}") from exc
+    absent = [c for c in (*numbers, *text) if c not in table.columns]
+    if absent:
+        raise ConvertError(f"{path}: no column {', '.join(absent)} (columns: "
+                           f"{', '.join(table.columns)})")
+    complete = table.columns if complete is True else complete
+    for column in [*text, *(c for c in complete if c in table.columns)]:
+        blank = table[column].str.strip() == ""
+        if blank.any():
+            row = int(np.argmax(blank.to_numpy()))
+            raise ConvertError(f"{path}: row {row + 2}: no {column} (a row cut short?)")
+    out = table.copy()
+    for column in [*numbers, *(c for c in optional if c in table.columns)]:
+        given = table[column].str.strip() != ""
+        values = pd.to_numeric(table[column].where(given), errors="coerce")
+        bad = (values.isna() & given) | ~np.isfinite(values.fillna(0.0))
+        if column in numbers:
+            bad |= values.isna()
+        if bad.any():
+            row = int(np.argmax(bad.to_numpy()))
+            raise ConvertError(f"{path}: row {row + 2}: {column} "
+                               f"{table[column].iloc[row]!r} is not a number")
+        out[column] = values.astype(float)
+    return out
+
+
 def _frames(path: Path) -> pd.DataFrame:
     """A camera file's frames: t and the box features camera_model.py reads."""
-    frames = pd.read_csv(path)
-    frames = frames.reindex(columns=["t", *camera_model.FEATURES]).astype(float)
+    frames = read_table(path, ["t", *camera_model.FEATURES], complete=True)
+    frames = frames[["t", *camera_model.FEATURES]]
     return frames.sort_values("t", kind="stable").reset_index(drop=True)
 
 
 def room_at(stays: pd.DataFrame, t: np.ndarray) -> np.ndarray:
     """The annotated room at each time t (None outside every stay); stays do not overlap."""
+    if stays.empty:  # an annotation file of no stay
+        return np.full(np.shape(t), None, dtype=object)
     i = np.searchsorted(stays["start"].to_numpy(), t, side="right") - 1
     j = np.clip(i, 0, None)
     inside = (i >= 0) & (t < stays["end"].to_numpy()[j])
@@ -446,7 +519,12 @@ def leave_one_out_model(name: str, training: dict[str, tuple[pd.DataFrame, np.nd
         warn(f"{name}: no other labelled sequence to train the wearable model: "
              "no wearable readings")
         return None
-    return sensor_model.fit(others, house.rooms, house.aps)
+    model = sensor_model.fit(others, house.rooms, house.aps)
+    if not model.rooms:
+        warn(f"{name}: no room has {sensor_model.MIN_ROOM_PACKETS} labelled packets in the "
+             f"other sequences to train the wearable model: no wearable readings")
+        return None
+    return model
 
 
 def leave_one_out_cameras(rec: Recording, recordings: list[Recording], house: House,
@@ -497,44 +575,79 @@ class ConvertError(Exception):
     """Folders the converter cannot use as they are; nothing was written."""
 
 
+#: The days a sequence may land on: pandas' timestamps (nanoseconds) end in 2262.
+FIRST_DAY = (pd.Timestamp.min + pd.Timedelta(days=1)).date()
+LAST_DAY = (pd.Timestamp.max - pd.Timedelta(days=1)).date()
+
+
 def day_of(sequence: str, start_date: dt.date) -> dt.date:
-    """The day sequence NNNNN lands on: NNNNN - 1 days after `start_date`."""
-    return start_date + dt.timedelta(days=int(sequence) - 1)
+    """The day sequence NNNNN lands on: NNNNN - 1 days after `start_date`;
+    ConvertError when that is outside FIRST_DAY .. LAST_DAY."""
+    try:
+        day = start_date + dt.timedelta(days=int(sequence) - 1)
+    except OverflowError:
+        day = None
+    if day is None or not FIRST_DAY <= day <= LAST_DAY:
+        raise ConvertError(f"sequence {sequence} would land "
+                           + (f"on {day}" if day else "after the year 9999")
+                           + f" ({start_date} + {int(sequence) - 1} days), outside "
+                           f"{FIRST_DAY} to {LAST_DAY}: choose another --start-date or "
+                           f"rename the folder")
+    return day
 
 
 def check_folders(raw_dir: Path, out_dir: Path, start_date: dt.date) -> list[Path]:
     """The sequence folders to convert, once RAW_DIR is known to hold some and OUT_DIR
     to hold no landing day this conversion would not write (an earlier conversion's day
     kept beside new episodes would score its alerts against no true episode)."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConvertError(f"OUT_DIR {out_dir} is not a folder")
+    for path in (out_dir, *out_dir.parents):
+        if path.exists() and not path.is_dir():
+            raise ConvertError(f"OUT_DIR {out_dir} is not a folder" if path == out_dir else
+                               f"OUT_DIR {out_dir}: {path} is a file, not a folder")
+    for name, folder in (("landing", True), ("episodes.csv", False)):
+        path = out_dir / name
+        if path.exists() and path.is_dir() != folder:
+            raise ConvertError(f"{path} is a {'folder' if path.is_dir() else 'file'}: "
+                               f"remove it or choose another OUT_DIR")
     folders = sequence_folders(raw_dir)
     if not folders:
         hint = " (it is one: give the folder holding it)" if raw_dir.name.isdigit() else ""
         raise ConvertError(f"RAW_DIR {raw_dir} holds no sequence folder (00001/, 00002/, "
                            f"...){hint}")
     landing = out_dir / "landing"
-    writes = {day_of(f.name, start_date).isoformat() for f in folders}
-    stale = sorted(p.name for p in landing.iterdir() if p.name not in writes) \
-        if landing.is_dir() else []
+    stale_days(landing, {day_of(f.name, start_date).isoformat() for f in folders})
+    return folders
+
+
+def stale_days(landing: Path, writes: set[str]) -> None:
+    """ConvertError when `landing` holds a day this conversion does not write (an
+    earlier conversion's day kept beside new episodes would score its alerts against no
+    true episode), or a day's name that is a file."""
+    stale = sorted(p.name for p in landing.iterdir() if p.name not in writes
+                   or not p.is_dir()) if landing.is_dir() else []
     if stale:
         raise ConvertError(f"{landing} holds day(s) {', '.join(stale)} that these sequences "
                            f"do not write: a run over them would score their alerts "
                            f"against no episode; remove them or choose another OUT_DIR")
-    return folders
 
 
 def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
-    """Convert every sequence folder of raw_dir; return counts for the summary line."""
+    """Convert every sequence folder of raw_dir; return counts for the summary line.
+    Everything is read and computed before anything is written, and the files are
+    written beside their places and moved into them at the end: a failure leaves OUT_DIR
+    as it was."""
     folders = check_folders(raw_dir, out_dir, start_date)
     house = House.load(metadata_folder(raw_dir))
     recordings = [r for f in folders if (r := load_recording(f, house)) is not None]
     if not recordings:
         raise ConvertError(f"RAW_DIR {raw_dir}: no sequence folder holds the files a "
                            f"conversion needs (see the warnings above)")
+    # a skipped sequence's earlier landing day would stay without its episodes
+    stale_days(out_dir / "landing", {day_of(r.name, start_date).isoformat()
+                                     for r in recordings})
     training = {r.name: (r.packets.drop(columns="t"), r.labels())
                 for r in recordings if r.stays is not None}
-    all_episodes, rows = [], {}
+    all_episodes, files, rows = [], {}, {}
     for rec in recordings:
         day = day_of(rec.name, start_date)
         day_start = dt.datetime.combine(day, DAY_START)
@@ -543,16 +656,35 @@ def convert(raw_dir: Path, out_dir: Path, start_date: dt.date) -> dict:
         cameras = leave_one_out_cameras(rec, recordings, house, worn)
         pirs = leave_one_out_pir_rooms(rec.name, recordings, house)
         readings = all_readings(rec, house, worn, day_start, cameras, pirs)
-        folder = out_dir / "landing" / day.isoformat()
-        folder.mkdir(parents=True, exist_ok=True)
-        readings.to_csv(folder / f"{rec.stream_id}.csv", index=False, float_format="%.6g")
+        path = out_dir / "landing" / day.isoformat() / f"{rec.stream_id}.csv"
+        files[path] = readings.to_csv(index=False, float_format="%.6g")
         rows[day.isoformat()] = rows.get(day.isoformat(), 0) + len(readings)
         all_episodes.append(episodes(rec, day_start))
     table = (pd.concat(all_episodes, ignore_index=True) if all_episodes
              else pd.DataFrame(columns=EPISODE_COLUMNS))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out_dir / "episodes.csv", index=False)
+    files[out_dir / "episodes.csv"] = table.to_csv(index=False)
+    write_all(files)
     return {"rows_per_day": rows, "episodes": table["pattern"].value_counts().to_dict()}
+
+
+def write_all(files: dict[Path, str]) -> None:
+    """Write every file, or none: each goes to a temporary name beside its place and all
+    are renamed once all are written (a landing day's folder made here is left empty
+    when a write fails)."""
+    written = []
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(f".{path.name}.partial")
+            written.append(part)
+            part.write_text(text)
+    except OSError as exc:
+        for part in written:
+            part.unlink(missing_ok=True)
+        raise ConvertError(f"cannot write {exc.filename}: {exc.strerror}; nothing "
+                           f"written") from exc
+    for path, part in zip(files, written):
+        part.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:

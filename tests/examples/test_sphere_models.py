@@ -3,6 +3,7 @@ packets, frames and seconds: no data, no Spark."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -218,3 +219,101 @@ def test_a_camera_trains_on_the_sequences_where_it_saw_the_room_the_wearable_say
     mixed = convert.leave_one_out_cameras(scored, [kitchen, stairs, scored], house)
     assert mixed["kitchen"].rooms == ("kitchen", "stairs")
     assert convert.room_seen(scored, "kitchen", worn[worn["second"] > 60]) is None
+
+
+def small_sequence(folder: Path, **files: str) -> Path:
+    """A labelled ten-second sequence of the 2016 release's layout (every file a
+    conversion reads), with `files` (name with `.` as `_`: text) in place of some."""
+    folder.mkdir(parents=True)
+    header = "t," + ",".join(camera_model.FEATURES)
+    text = {"meta.json": '{"end": 10}',
+            "acceleration.csv": "t,x,y,z,Kitchen_AP\n0.5,0,0,1,-70\n5.5,0,0,1,\n",
+            "pir.csv": "start,end,name,index\n1.0,2.5,hall,3\n",
+            "location_0.csv": "start,end,name,index\n0.0,4.0,hall,3\n4.1,9.0,kitchen,4\n",
+            **{f"video_{c}.csv": header + "\n" for c in convert.DEFAULT_CAMERAS}}
+    for name, content in {**text, **{k.replace("_csv", ".csv").replace("_json", ".json"): v
+                                     for k, v in files.items()}}.items():
+        (folder / name).write_text(content)
+    return folder
+
+
+@pytest.mark.parametrize("damage, said", [
+    ({"pir_csv": "start,end,name,index\n1.0,2.5,hall,3\n4.0,5"}, "pir.csv: row 3: no name "
+     "(a row cut short?)"),
+    ({"pir_csv": "start,end,name,index\nsoon,2.5,hall,3\n"}, "pir.csv: row 2: start 'soon' "
+     "is not a number"),
+    ({"pir_csv": "start,end,name,index\n1.0,2.5,hall,3.5\n"}, "pir.csv: row 2: index 3.5 "
+     "is not a whole number"),
+    ({"acceleration_csv": "t,x,y,z,Kitchen_AP\n0.5,0,0,1,loud\n"}, "acceleration.csv: row "
+     "2: Kitchen_AP 'loud' is not a number"),
+    ({"acceleration_csv": "t,x,y,z,Kitchen_AP\n0.5,0,0,1,-70\n6.5\n"}, "acceleration.csv: "
+     "row 3: no x (a row cut short?)"),
+    ({"acceleration_csv": "time,x,y,z\n0.5,0,0,1\n"}, "acceleration.csv: no column t "
+     "(columns: time, x, y, z)"),
+    ({"acceleration_csv": ""}, "acceleration.csv: cannot read: No columns to parse"),
+    ({"location_0_csv": "start,end,name,index\n0.0,4.0,garage,3\n"}, "location_0.csv: row "
+     "2: room 'garage' is not one of rooms.json"),
+    ({"video_kitchen_csv": "t," + ",".join(camera_model.FEATURES) + "\n1.5,1,2\n"},
+     "video_kitchen.csv: row 2: no bb_2d_br_x (a row cut short?)"),
+    ({"meta_json": '{"end": "late"}'}, "meta.json: expected an object whose \"end\" is"),
+    ({"meta_json": "{"}, "meta.json: cannot read: Expecting property name"),
+])
+def test_a_damaged_file_is_refused_by_name_and_row_before_anything_is_written(
+        tmp_path, capsys, damage, said):
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    small_sequence(raw / "00001")
+    small_sequence(raw / "00002", **damage)
+    with pytest.raises(SystemExit) as stop:
+        convert.main([str(raw), str(out)])
+    assert stop.value.code == 2
+    assert f"error: {raw / '00002'}/{said}" in capsys.readouterr().err.splitlines()[-1]
+    assert not out.exists()
+
+
+def test_a_conversion_writes_all_or_nothing_and_never_leaves_a_skipped_days_file(
+        tmp_path, capsys, monkeypatch):
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    for n in ("00001", "00002", "00003"):
+        small_sequence(raw / n)
+    assert convert.main([str(raw), str(out)]) == 0
+    assert sorted(p.name for p in (out / "landing").iterdir()) == [
+        "2026-05-01", "2026-05-02", "2026-05-03"]
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def refused(*argv) -> str:
+        with pytest.raises(SystemExit) as stop:
+            convert.main([str(a) for a in argv])
+        assert stop.value.code == 2
+        return capsys.readouterr().err.splitlines()[-1]
+
+    # 00002 now lacks pir.csv and is skipped: its earlier day would keep alerts whose
+    # true episodes the new episodes.csv no longer lists
+    (raw / "00002" / "pir.csv").unlink()
+    assert refused(raw, out).endswith(f"{out / 'landing'} holds day(s) 2026-05-02 that these "
+                                      f"sequences do not write: a run over them would score "
+                                      f"their alerts against no episode; remove them or "
+                                      f"choose another OUT_DIR")
+    small_sequence(raw / "09999")  # lands in 2053: fine; one in 2300 is not
+    small_sequence(raw / "99999")
+    assert "sequence 99999 would land on 2300-02-12" in refused(raw, tmp_path / "new")
+    for n in ("09999", "99999"):
+        shutil.rmtree(raw / n)
+    (raw / "00002" / "pir.csv").write_text("start,end,name,index\n")  # no PIR event
+    # a write failing half-way (the third file) leaves OUT_DIR as it was
+    real = Path.write_text
+    calls = []
+
+    def full_disk(path, text, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device", str(path))
+        return real(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    assert refused(raw, out).endswith("No space left on device; nothing written")
+    monkeypatch.undo()
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    (out / "episodes.csv").unlink()
+    (out / "episodes.csv").mkdir()
+    assert refused(raw, out).endswith(f"{out / 'episodes.csv'} is a folder: remove it or "
+                                      f"choose another OUT_DIR")
