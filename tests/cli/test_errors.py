@@ -545,10 +545,15 @@ def test_a_window_past_the_limit_is_one_line(tmp_path, capsys, verb, options):
 
 @pytest.mark.parametrize("option,value,says", [
     ("--window", "0", "--window must be in 1..9223372036854775807, got 0"),
-    ("--budget", "nan", "--budget must be a finite number >= 0, got nan"),
-    ("--budget", "-3", "--budget must be a finite number >= 0, got -3.0"),
-    ("--burst", "0", "--burst must be a finite number >= 1, got 0.0"),
+    ("--budget", "nan", "--budget must be a number in 0..1e+15, got nan"),
+    ("--budget", "-3", "--budget must be a number in 0..1e+15, got -3.0"),
+    # its credit cap, the budget times the burst, would overflow to infinity
+    ("--budget", "1e308", "--budget must be a number in 0..1e+15, got 1e+308"),
+    ("--burst", "0", "--burst must be a number in 1..1e+15, got 0.0"),
     ("--max-matches", "-1", "--max-matches must be >= 0, got -1"),
+    # int64 sums of the errors would overflow (a traceback, or negative errors below it)
+    ("--max-errors", str(2 ** 62), "--max-errors must be in 0..1152921504606846976, got "
+     "4611686018427387904"),
 ])
 def test_approx_options_out_of_range_are_one_line(tmp_path, capsys, option, value, says):
     path = tmp_path / "events.csv"
@@ -633,3 +638,102 @@ def test_run_refuses_dates_it_would_half_use(tmp_path, capsys, dates, says):
     assert one_line(err) == f"probcep run: error: {says}" + (
         " (a range: --from D1 --to D2)" if "--date" in dates else "")
     assert not (tmp_path / "lake").exists()
+
+
+# --- values a reader would change silently ------------------------------------------------
+
+BIG = 2 ** 53 + 1  # the first integer a double cannot hold
+
+
+@pytest.mark.parametrize("name, content, says", [
+    # one time written as a decimal makes the column doubles: BIG would read as 2^53
+    ("t.csv", f"stream_id,t,a,b\nA,1.0,1,0\nB,{BIG},1,0\n",
+     f"stream 'B': t={float(BIG - 1)} cannot be read exactly"),
+    ("t.jsonl", f'{{"stream_id":"A","t":1.0,"a":1,"b":0}}\n{{"stream_id":"B","t":{BIG},'
+                f'"a":1,"b":0}}\n', f"stream 'B': t={float(BIG - 1)} cannot be read exactly"),
+    ("under.jsonl", '{"stream_id":"s","t":-9223372036854775809,"a":1,"b":0}\n',
+     "t=-9223372036854775809 is outside the 64-bit integer range"),
+    # pandas ends a field at a NUL byte: `n\0A` and `n\0B` would be one stream `n`
+    ("nul.csv", "stream_id,t,a,b\nn\0A,1,1,0\nn\0B,2,0,1\n",
+     "line 2: a NUL byte, which CSV text cannot hold"),
+    ("bool_t.csv", "stream_id,t,a,b\ns,false,1,0\ns,true,0,1\n", "t=False is not an integer"),
+    ("bool_p.csv", "stream_id,t,a,b\ns,1,True,False\n",
+     "probability of 'a' is missing or not a number (True)"),
+    ("bool_p.jsonl", '{"stream_id":"s","t":1,"a":true,"b":false}\n',
+     "probability of 'a' is missing or not a number (True)"),
+    ("blank_header.csv", "stream_id,t,a,,b\ns,1,0.5,0.5,0\n",
+     "column 4 of the header has no name"),
+    ("empty_t.csv", "stream_id,t,a,b\ns,,1,0\n", "stream 's': t is missing"),
+])
+def test_values_a_reader_would_change_are_refused(tmp_path, capsys, name, content, says):
+    path = tmp_path / name
+    path.write_text(content)
+    code, out, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single")
+    assert (code, out) == (2, "") and says in one_line(err)
+
+
+def test_parquet_booleans_and_timestamps_are_no_times_or_probabilities(tmp_path, capsys):
+    for column, says in (("t", "t=True is not an integer"),
+                         ("a", "probability of 'a' is missing or not a number (True)")):
+        table = {"stream_id": ["s"], "t": [1], "a": [1.0], "b": [0.0]}
+        table[column] = [True]
+        path = tmp_path / f"{column}.parquet"
+        pd.DataFrame(table).to_parquet(path)
+        code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single")
+        assert code == 2 and says in one_line(err)
+    path = tmp_path / "ts.parquet"
+    pd.DataFrame({"stream_id": ["s"], "t": pd.to_datetime(["2026-01-01"]), "a": [1.0],
+                  "b": [0.0]}).to_parquet(path)
+    code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single")
+    assert code == 2 and "is not an integer" in one_line(err)
+
+
+def test_an_exact_big_time_and_a_big_tag_stay_exact(tmp_path, capsys):
+    path = tmp_path / "big.csv"
+    path.write_text(f"stream_id,t,a,b\nB,{BIG},1,0\n")
+    code, out, _ = cli(capsys, "group", path, "--pattern", "a", "--policy", "single")
+    assert code == 0 and json.loads(out)["t_start"] == BIG
+    events = tmp_path / "events.csv"
+    events.write_text(f"stream_id,tag,symbol\ns,1.0,a\ns,{BIG},b\n")
+    code, _, err = cli(capsys, "approx", events, "--pattern", "a b", "--max-errors", "0",
+                       "--window", str(2 ** 60))
+    assert code == 2 and f"tag {BIG} cannot be read exactly" in one_line(err)
+
+
+def test_a_pipe_is_refused_not_waited_on(tmp_path, capsys):
+    fifo = tmp_path / "streams.csv"
+    os.mkfifo(fifo)
+    code, _, err = cli(capsys, "group", fifo, "--pattern", "a", "--policy", "single")
+    assert code == 2 and "not a regular file (a folder, pipe or device)" in one_line(err)
+
+
+@pytest.mark.parametrize("option", ["-o", "--save-state"])
+def test_the_input_is_never_the_output(tmp_path, capsys, option):
+    path = tmp_path / "streams.csv"
+    path.write_text("stream_id,t,a,b\ns,1,0.5,0.5\n")
+    code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
+                       option, path)
+    assert code == 2 and one_line(err).endswith(f"cannot write {path}: it is the input "
+                                                f"{path}, which would be lost; nothing read")
+    assert path.read_text() == "stream_id,t,a,b\ns,1,0.5,0.5\n"
+
+
+def test_a_state_file_that_is_no_archive_gets_no_advice_to_unpickle(tmp_path, capsys):
+    path, state = tmp_path / "streams.csv", tmp_path / "state.npz"
+    path.write_text("stream_id,t,a,b\ns,1,0.5,0.5\n")
+    state.write_text("junk\n")
+    code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
+                       "--resume-from", state)
+    assert code == 2 and one_line(err).endswith(f"{state}: not a readable probcep state "
+                                                f"file (not a NumPy archive)")
+
+
+def test_an_archive_window_beyond_its_limit_is_one_line(tmp_path, capsys):
+    path = tmp_path / "streams.csv"
+    path.write_text("stream_id,t,a,b,c\ns,1,1,0,0\ns,2,0,1,0\ns,3,0,0,1\n")
+    code, _, err = cli(capsys, "correlate", path, "--live-pattern", "c", "--policy",
+                       "single", "--archive-pattern", "a b", "--lookback", "4",
+                       "--archive-window", "1000000000")  # was 24 GB, then killed
+    assert code == 2 and one_line(err).endswith("archive window 1000000000 is more than "
+                                                "the limit of 1,048,576 timesteps "
+                                                "(MAX_ARCHIVE_WINDOW)")

@@ -128,7 +128,7 @@ def test_csv_columns_stay_numeric_and_a_nan_probability_is_still_refused(tmp_pat
         assert refusal(path) == (f"stream 's', t=2: probability of 'a' is missing or not a "
                                  f"number ({shown})")
     path.write_text("stream_id,t,a,b\ns,NA,0.5,0.5\n")
-    assert refusal(path) == "stream 's': t='NA' is not an integer"
+    assert refusal(path) == "stream 's': t=NA is not an integer"
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)

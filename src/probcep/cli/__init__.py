@@ -65,10 +65,13 @@ def _one_line(command: str, show):
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        for target in (getattr(args, "output", None), getattr(args, "plot", None),
-                       getattr(args, "save_state", None)):
-            if target is not None:
-                check_output(target)
+        read = {name: getattr(args, name, None) for name in
+                ("input", "train", "resume_from", "episodes")}
+        for option in ("output", "plot", "save_state"):
+            target = getattr(args, option, None)
+            if target is not None:  # a state is saved over the one it resumed from
+                check_output(target, [p for name, p in read.items() if p is not None and (
+                    option, name) != ("save_state", "resume_from")])
         with writing(getattr(args, "output", None)), from_executors():
             return int(args.handler(args) or 0)
     except ProbcepError as exc:

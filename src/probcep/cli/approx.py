@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -12,7 +11,13 @@ import numpy as np
 import pandas as pd
 
 from probcep.cli.approx_output import stream_matches, symbol_codes, write_matches
-from probcep.cli.stream_files import outside_int64, read_table
+from probcep.cli.stream_files import (
+    INEXACT,
+    inexact_integers,
+    no_bools,
+    outside_int64,
+    read_table,
+)
 from probcep.engine.approx import (
     Budget,
     ErrorAutomaton,
@@ -22,7 +27,8 @@ from probcep.engine.approx import (
     make_policy,
     run_stream,
 )
-from probcep.engine.approx.matcher import DEFAULT_BURST
+from probcep.engine.approx.errors import MAX_ERRORS
+from probcep.engine.approx.matcher import DEFAULT_BURST, MAX_BUDGET
 from probcep.errors import InputError
 
 COLUMNS = ("stream_id", "tag", "symbol")
@@ -68,7 +74,7 @@ def register(sub) -> None:
 
 def read_events(path: Path) -> dict[str, pd.DataFrame]:
     """One frame (tag, symbol) per stream, in tag order (ties keep file order)."""
-    frame = read_table(path, text=("stream_id", "symbol"))
+    frame = read_table(path, text=("stream_id", "symbol", "tag"))  # tags as written
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
@@ -76,16 +82,22 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
         if frame[col].isna().any():
             row = int(frame[col].isna().to_numpy().nonzero()[0][0])
             raise InputError(f"{path}: row {row}: {col} is missing")
-    tags = pd.to_numeric(frame["tag"], errors="coerce")
+    tags = pd.to_numeric(no_bools(frame["tag"]), errors="coerce")
     bad = tags.isna() | (tags != tags.round())
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]!r} is not an integer")
+        raw = frame["tag"].iloc[row]
+        raise InputError(f"{path}: row {row}: " + ("tag is missing" if pd.isna(raw) else
+                                                   f"tag {raw} is not an integer"))
     huge = outside_int64(tags)
     if huge.any():
         row = int(huge.to_numpy().nonzero()[0][0])
         raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]} is outside the "
                          f"64-bit integer range")
+    inexact = inexact_integers(tags)
+    if inexact.any():
+        row = int(inexact.to_numpy().nonzero()[0][0])
+        raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]} {INEXACT}")
     frame = pd.DataFrame({"stream_id": frame["stream_id"].astype(str),
                           "tag": tags.astype("int64"), "symbol": frame["symbol"].astype(str)})
     frame = frame.sort_values(["stream_id", "tag"], kind="stable")
@@ -140,12 +152,13 @@ def run(args: argparse.Namespace) -> int:
 def _check_options(args: argparse.Namespace) -> None:
     """The numeric options' ranges, before any file is read."""
     for name, value, ok, rule in (
-            ("--max-errors", args.max_errors, args.max_errors >= 0, ">= 0"),
+            ("--max-errors", args.max_errors, 0 <= args.max_errors <= MAX_ERRORS,
+             f"in 0..{MAX_ERRORS}"),
             ("--window", args.window, 1 <= args.window <= MAX_WINDOW, f"in 1..{MAX_WINDOW}"),
-            ("--budget", args.budget, args.budget is None
-             or (math.isfinite(args.budget) and args.budget >= 0), "a finite number >= 0"),
-            ("--burst", args.burst, math.isfinite(args.burst) and args.burst >= 1,
-             "a finite number >= 1"),
+            ("--budget", args.budget, args.budget is None  # its credit cap: B x burst
+             or (0 <= args.budget <= MAX_BUDGET), f"a number in 0..{MAX_BUDGET:g}"),
+            ("--burst", args.burst, 1 <= args.burst <= MAX_BUDGET, f"a number in "
+             f"1..{MAX_BUDGET:g}"),
             ("--max-matches", args.max_matches, args.max_matches >= 0, ">= 0")):
         if not ok:
             raise InputError(f"{name} must be {rule}, got {value}")

@@ -15,13 +15,18 @@ from pathlib import Path
 from probcep.errors import ProbcepError
 
 
-def check_output(path: Path) -> None:
-    """Refuse an output file that cannot be written: a folder, or a file in a folder that
+def check_output(path: Path, inputs=()) -> None:
+    """Refuse an output file that cannot be written: a folder, one of the command's
+    `inputs` (it would be replaced by what is read from it), or a file in a folder that
     does not exist or is not writable (a file is written beside its final name first,
     then moved into place). A device or FIFO is written as it is."""
     path = Path(path)
     if path.is_dir():
         raise ProbcepError(f"cannot write {path}: it is a folder")
+    for source in inputs:
+        if path.exists() and Path(source).exists() and path.samefile(source):
+            raise ProbcepError(f"cannot write {path}: it is the input {source}, which "
+                               f"would be lost; nothing read")
     if path.exists() and not path.is_file():
         return
     folder = path.resolve().parent

@@ -112,4 +112,6 @@ def load_state(path: Path, query: Query, transducer: Transducer) -> dict[str, St
         raise
     except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError,
             zipfile.BadZipFile) as exc:
-        raise InputError(f"{path}: not a readable probcep state file ({exc})") from exc
+        # NumPy's words for a file that is no .npz archive advise unpickling it: not ours
+        why = "not a NumPy archive" if "pickle" in str(exc) else " ".join(str(exc).split())
+        raise InputError(f"{path}: not a readable probcep state file ({why})") from exc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -40,8 +41,7 @@ def read_table(path: str | Path, text: tuple[str, ...] = ("stream_id",)) -> pd.D
     is refused, the CSV columns named in `text` stay as written (`01` is not `1`)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
+    regular_file(path)
     try:
         if suffix == ".csv":
             return _read_csv(path, text)
@@ -56,14 +56,28 @@ def read_table(path: str | Path, text: tuple[str, ...] = ("stream_id",)) -> pd.D
     raise InputError(f"{path}: unsupported format {suffix!r} (use .csv, .parquet or .jsonl)")
 
 
+def regular_file(path: Path) -> None:
+    """InputError unless `path` is a regular file (or a link to one): a folder cannot be
+    read, and a pipe or device would be read once and then wait for more."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file (a folder, pipe or device): give a "
+                         f".csv, .parquet or .jsonl file")
+
+
 def _read_csv(path: Path, text: tuple[str, ...]) -> pd.DataFrame:
     """pandas' reader, told that only an empty field is missing (by default `NA`, `null`,
     `None`, `nan` and more are, losing streams and symbols of those names), and that no
     column is an index (it makes the first one an index when a row has a field more than
-    the header, shifting the others)."""
+    the header, shifting the others). A NUL byte is refused: pandas ends a field at it,
+    so `a\0x` and `a\0y` would be one stream `a`."""
+    _refuse_nul(path)
     header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
     names = header.iloc[0].tolist() if len(header) else []
     _refuse_repeated(names, path)  # pandas would read a second `a` as a symbol `a.1`
+    if "" in names:  # pandas would name it `Unnamed: 3`, a symbol nobody wrote
+        raise InputError(f"{path}: column {names.index('') + 1} of the header has no name")
     with warnings.catch_warnings():
         warnings.simplefilter("error", pd.errors.ParserWarning)  # fields beyond the header
         try:
@@ -73,6 +87,20 @@ def _read_csv(path: Path, text: tuple[str, ...]) -> pd.DataFrame:
         except (pd.errors.ParserWarning, pd.errors.ParserError) as exc:
             _refuse_long_rows(path, len(names))
             raise InputError(f"{path}: cannot read as csv: {_one_line(exc)}") from exc
+
+
+def _refuse_nul(path: Path) -> None:
+    import mmap
+
+    with path.open("rb") as raw:
+        if not os.fstat(raw.fileno()).st_size:
+            return
+        with mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = data.find(b"\0")
+            if at >= 0:
+                line = data[:at].count(b"\n") + 1
+                raise InputError(f"{path}: line {line}: a NUL byte, which CSV text cannot "
+                                 f"hold")
 
 
 def _refuse_long_rows(path: Path, width: int) -> None:
@@ -148,6 +176,11 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
         records = [None]
     if not all(type(r) is dict for r in records):
         _refuse_bad_line(path, lines, decode)
+    for record in records:  # pandas would hold them as doubles, -2^63 - 1 as -2^63
+        for key, value in record.items():
+            if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
+                raise InputError(f"{path}: {key}={value} is outside the 64-bit integer "
+                                 f"range")
     frame = pd.DataFrame(records)
     if "stream_id" in frame and pd.api.types.infer_dtype(frame["stream_id"]) != "string":
         frame["stream_id"] = [_text(r.get("stream_id")) for r in records]  # 7 stays "7"
@@ -229,19 +262,26 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
         row = int(np.flatnonzero(missing)[0])
         raise InputError(f"{source}: row {row}: stream_id is missing")
     names, codes = _ranked(uniques, codes)
-    t = pd.to_numeric(frame["t"], errors="coerce")
+    t = pd.to_numeric(no_bools(frame["t"]), errors="coerce")
     bad = t.isna() | (t != np.floor(t))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(f"{source}: stream {names[codes[i]]!r}: "
-                         f"t={_plain(frame['t'].iloc[i])!r} is not an integer")
+        raw = _plain(frame["t"].iloc[i])
+        raise InputError(f"{source}: stream {names[codes[i]]!r}: " + (
+            "t is missing" if pd.isna(raw) else f"t={raw if isinstance(raw, str) else repr(raw)}"
+            " is not an integer"))
     huge = outside_int64(t)  # would wrap around in int64
     if huge.any():
         i = int(np.flatnonzero(huge.to_numpy())[0])
         raise InputError(f"{source}: stream {names[codes[i]]!r}: "
                          f"t={_plain(frame['t'].iloc[i])} is outside the 64-bit integer "
                          f"range")
-    columns = frame[list(domain)]
+    inexact = inexact_integers(t)
+    if inexact.any():
+        i = int(np.flatnonzero(inexact.to_numpy())[0])
+        raise InputError(f"{source}: stream {names[codes[i]]!r}: t={_plain(frame['t'].iloc[i])} "
+                         f"{INEXACT}")
+    columns = frame[list(domain)].apply(no_bools)
     if all(pd.api.types.is_float_dtype(d) or pd.api.types.is_integer_dtype(d)
            for d in columns.dtypes):
         values = columns.to_numpy(np.float64)
@@ -339,6 +379,33 @@ def _plausible(values, tolerance):
     return True
 
 
+#: Why a time read as a double is refused beyond 2^53 (where not every integer is one).
+INEXACT = ("cannot be read exactly: some value of its column is written with a decimal "
+           "point or exponent (or is a JSON float), so the column is read as doubles, "
+           "which hold integers exactly only up to 2^53; write every one as an integer")
+
+
+def inexact_integers(t: pd.Series) -> pd.Series:
+    """Which times of a column read as doubles lie beyond 2^53, where a double may be
+    a neighbouring integer of the one written (an integer column holds them exactly)."""
+    if not pd.api.types.is_float_dtype(t):
+        return pd.Series(False, index=t.index)
+    return t.abs() >= 2.0 ** 53
+
+
+def no_bools(column: pd.Series) -> pd.Series:
+    """A column with booleans and timestamps as missing values: `true` is not a time
+    nor a probability, though pandas would read it as 1 (and a timestamp as its
+    nanoseconds)."""
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_datetime64_any_dtype(column) \
+            or isinstance(column.dtype, pd.DatetimeTZDtype):
+        return pd.Series(np.nan, index=column.index, dtype=object).where(
+            column.isna(), column.astype(str))
+    if column.dtype == object and column.map(lambda v: isinstance(v, bool)).any():
+        return column.map(lambda v: str(v) if isinstance(v, bool) else v)
+    return column
+
+
 def outside_int64(t: pd.Series) -> pd.Series:
     """Which integer-valued times int64 cannot hold, compared exactly: pandas reads a
     time above 2**63 - 1 as uint64 and one beyond uint64 as float, and a float compare
@@ -358,7 +425,8 @@ def _plain(value):
 def read_blocks(path: str | Path):
     """Read and validate a stream file: (domain, blocks sorted by stream_id)."""
     path = Path(path)
-    if path.suffix.lower() == ".parquet" and path.exists():
+    regular_file(path)
+    if path.suffix.lower() == ".parquet":
         found = _parquet_blocks(path)
         if found is not None:
             return found
@@ -372,6 +440,8 @@ def plain_parquet_domain(path: Path) -> tuple[str, ...] | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if not path.is_file():
+        return None  # read_table says what is wrong
     try:
         meta = pq.read_metadata(path)
         schema = meta.schema.to_arrow_schema()

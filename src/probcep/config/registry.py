@@ -18,6 +18,8 @@ import yaml
 
 from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine import PatternError, Query
+from probcep.engine.approx.errors import MAX_ERRORS
+from probcep.engine.approx.matcher import MAX_BUDGET
 from probcep.engine.grouping import POLICIES
 from probcep.engine.pattern import tokenize
 from probcep.errors import ProbcepError
@@ -47,8 +49,10 @@ VALUES = {
     "window": (lambda v: _integer(v) and v >= 1, "a positive integer"),
     "alert_threshold": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
     "description": (lambda v: isinstance(v, str), "text"),
-    "max_errors": (lambda v: _integer(v) and v >= 0, "an integer >= 0"),
-    "budget": (lambda v: _number(v) and v > 0, "a positive number"),
+    "max_errors": (lambda v: _integer(v) and 0 <= v <= MAX_ERRORS,
+                   f"an integer in 0..{MAX_ERRORS}"),
+    "budget": (lambda v: _number(v) and 0 < v <= MAX_BUDGET,
+               f"a positive number up to {MAX_BUDGET:g}"),
 }
 #: Fields that may be left empty (`window:` alone: no window).
 NULLABLE = {"window", "description"}

@@ -23,6 +23,12 @@ from probcep.engine.transducer import Transducer
 MODES = ("exists", "absent")
 
 
+#: The longest archive window: its statistics keep the expected runs of every length up
+#: to it, and a day's bound reads that many timesteps of silence before the day (for
+#: longer patterns, leave the window out: the archive side is then unbounded).
+MAX_ARCHIVE_WINDOW = 2 ** 20
+
+
 @dataclass(frozen=True)
 class Correlation:
     """The archive side of a correlation: pattern A (as a DFA) with window w_A, the
@@ -38,6 +44,9 @@ class Correlation:
     def __post_init__(self):
         if self.window is not None and (int(self.window) != self.window or self.window < 1):
             raise QueryError(f"archive window must be a positive integer, got {self.window!r}")
+        if self.window is not None and self.window > MAX_ARCHIVE_WINDOW:
+            raise QueryError(f"archive window {self.window} is more than the limit of "
+                             f"{MAX_ARCHIVE_WINDOW:,} timesteps (MAX_ARCHIVE_WINDOW)")
         if int(self.gap) != self.gap or self.gap < 1:
             raise QueryError(f"gap must be an integer >= 1, got {self.gap!r} (with gap < 1 the "
                              f"range meets the live group and the product is wrong)")

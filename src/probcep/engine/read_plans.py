@@ -144,9 +144,15 @@ def _match_ends(delta, accepting, dist_next, start, window, rows, carry):
 
 def match_ends(dfa: Dfa, window: int | None, rows: np.ndarray,
                carry: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(expected matches ending at each row, carry for the rows that follow)."""
+    """(expected matches ending at each row, carry for the rows that follow). Runs are
+    kept per length up to the window, or up to as many rows as there are when fewer: no
+    run is longer (a carry grows by the rows that follow it)."""
+    longest = (0 if carry is None else carry.shape[1]) + len(rows)
+    n_len = max(1, min(int(window), longest)) if window else 1
     if carry is None:
-        carry = np.zeros((dfa.n_states, int(window or 1)))
+        carry = np.zeros((dfa.n_states, n_len))
+    elif carry.shape[1] < n_len:
+        carry = np.pad(carry, ((0, 0), (0, n_len - carry.shape[1])))
     return _match_ends(dfa.delta, dfa.accepting, dfa.dist_next, dfa.start, int(window or 0),
                        np.ascontiguousarray(rows, np.float64), carry)
 

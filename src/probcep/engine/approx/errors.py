@@ -47,6 +47,11 @@ def default_domain(pattern: str, observed) -> tuple[str, ...]:
     return named + tuple(extra)
 
 
+#: The most insertions a match may need: distances are int64 sums of a few of them
+#: (k + 1 stands for "more than k"), which 2^63 would overflow.
+MAX_ERRORS = 2 ** 60
+
+
 def insertion_distances(dfa: Dfa, cap: int) -> np.ndarray:
     """`d[q, r]`: least number of symbols leading from `q` to `r` (0 on the diagonal).
 
@@ -82,8 +87,8 @@ class ErrorAutomaton:
     """
 
     def __init__(self, dfa: Dfa, k: int):
-        if k < 0:
-            raise ValueError(f"max errors must be >= 0, got {k}")
+        if not 0 <= k <= MAX_ERRORS:
+            raise ValueError(f"max errors must be in 0..{MAX_ERRORS}, got {k}")
         self.dfa = dfa
         self.k = k
         self.far = k + 1

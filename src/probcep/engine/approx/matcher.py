@@ -89,6 +89,11 @@ class MatchClass:
 DEFAULT_BURST = 10.0
 
 
+#: The largest budget (work units an event) and burst: their product, the budget's
+#: credit cap, stays a finite float whose whole part is an exact integer.
+MAX_BUDGET = 1e15
+
+
 class Budget:
     """`per_event` work units of credit per event; unused credit is kept up to a cap.
 
@@ -98,9 +103,9 @@ class Budget:
     """
 
     def __init__(self, per_event: float, burst: float = DEFAULT_BURST):
-        if per_event < 0 or burst < 1:
-            raise ValueError(f"budget needs per_event >= 0 and burst >= 1, got "
-                             f"{per_event!r}, {burst!r}")
+        if not (0 <= per_event <= MAX_BUDGET and 1 <= burst <= MAX_BUDGET):
+            raise ValueError(f"budget needs per_event in 0..{MAX_BUDGET:g} and burst in "
+                             f"1..{MAX_BUDGET:g}, got {per_event!r}, {burst!r}")
         self.per_event = per_event
         self.cap = max(1.0, per_event * burst)
         self.credit = 0.0
