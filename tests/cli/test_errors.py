@@ -737,3 +737,13 @@ def test_an_archive_window_beyond_its_limit_is_one_line(tmp_path, capsys):
     assert code == 2 and one_line(err).endswith("archive window 1000000000 is more than "
                                                 "the limit of 1,048,576 timesteps "
                                                 "(MAX_ARCHIVE_WINDOW)")
+
+
+def test_a_bad_training_file_is_named(tmp_path, capsys):
+    events, train = tmp_path / "events.csv", tmp_path / "train.csv"
+    EVENTS.to_csv(events, index=False)
+    train.write_text("stream_id,tag,symbol\ns,1,z\n")
+    code, _, err = cli(capsys, "approx", events, "--pattern", "a b", "--max-errors", "1",
+                       "--window", "5", "--budget", "1", "--train", train, "--domain", "a,b")
+    assert code == 2 and one_line(err).endswith(f"error: {train}: stream 's': event 0 (tag 1): "
+                                                f"symbol 'z' is not in the domain a, b")

@@ -120,8 +120,11 @@ def run(args: argparse.Namespace) -> int:
         if training:
             learner = HistoryPolicy(history)
             for sid, g in training.items():
-                run_stream(ea, args.window, list(g["symbol"]), list(g["tag"]), policy=learner,
-                           stream_id=sid)
+                try:
+                    run_stream(ea, args.window, list(g["symbol"]), list(g["tag"]),
+                               policy=learner, stream_id=sid)
+                except InputError as exc:  # named like INPUT's
+                    raise InputError(f"{args.train}: {exc}") from exc
             history.refresh_maps()
         policy = make_policy(args.policy, history=history, seed=args.seed)
     found, n_matches = [], 0
