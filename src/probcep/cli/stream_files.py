@@ -394,9 +394,9 @@ def inexact_integers(t: pd.Series) -> pd.Series:
 
 
 def no_bools(column: pd.Series) -> pd.Series:
-    """A column with booleans and timestamps as missing values: `true` is not a time
-    nor a probability, though pandas would read it as 1 (and a timestamp as its
-    nanoseconds)."""
+    """A column with its booleans and timestamps as text, which `pd.to_numeric(...,
+    errors="coerce")` then finds is no number: `true` is not a time nor a probability,
+    though pandas would read it as 1 (and a timestamp as its nanoseconds)."""
     if pd.api.types.is_bool_dtype(column) or pd.api.types.is_datetime64_any_dtype(column) \
             or isinstance(column.dtype, pd.DatetimeTZDtype):
         return pd.Series(np.nan, index=column.index, dtype=object).where(
