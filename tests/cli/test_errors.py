@@ -577,6 +577,19 @@ def test_max_matches_counts_matches_not_bundle_lines(tmp_path, capsys):
     assert code == 2 and "more than 12 matches" in one_line(err)
 
 
+def test_max_matches_stops_the_run_where_it_is_passed(tmp_path, capsys):
+    """`a a+` over n events has about 2^n matches: the run stops at the event that passes
+    the limit (event 16, the 17th), not after the whole stream (quadratic time and memory)."""
+    path = tmp_path / "events.csv"
+    path.write_text("stream_id,tag,symbol\n" + "".join(f"s,{i},a\n" for i in range(3000)))
+    code, _, err = cli(capsys, "approx", path, "--pattern", "a a+", "--max-errors", "0",
+                       "--window", "3000", "--max-matches", "100000")
+    assert code == 2
+    assert one_line(err) == (f"probcep approx: error: {path}: more than 100000 matches "
+                             f"(passed in stream 's' at event 16, tag 16); narrow the window "
+                             f"or the errors, or raise --max-matches")
+
+
 def _state_files(tmp_path: Path) -> dict[str, Path]:
     import io as _io
     import zipfile

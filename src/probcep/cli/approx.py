@@ -23,6 +23,7 @@ from probcep.engine.approx import (
     ErrorAutomaton,
     History,
     HistoryPolicy,
+    MatchLimitError,
     default_domain,
     make_policy,
     run_stream,
@@ -133,13 +134,15 @@ def run(args: argparse.Namespace) -> int:
         symbols, tags = list(g["symbol"]), [int(t) for t in g["tag"]]
         try:
             result = run_stream(ea, args.window, symbols, tags, budget=budget, policy=policy,
-                                trace=True, stream_id=sid)
+                                trace=True, stream_id=sid,
+                                max_matches=args.max_matches - n_matches)
+        except MatchLimitError as exc:  # stopped early: the rest is not worth waiting for
+            raise InputError(f"{args.input}: more than {args.max_matches} matches (passed in "
+                             f"stream {exc.stream_id!r} at event {exc.event}, tag {exc.tag}); "
+                             f"narrow the window or the errors, or raise --max-matches") from exc
         except InputError as exc:
             raise InputError(f"{args.input}: {exc}") from exc
         n_matches += result.n_matches
-        if n_matches > args.max_matches:
-            raise InputError(f"{args.input}: more than {args.max_matches} matches; narrow the "
-                             f"window or the errors, or raise --max-matches")
         codes, names = symbol_codes(symbols)
         found.append(stream_matches(sid, result.matches, g["tag"].to_numpy(np.int64), codes,
                                     names, result.bundles if args.bundles else []))

@@ -12,6 +12,7 @@ from probcep.engine.approx import (
     Budget,
     ErrorAutomaton,
     History,
+    MatchLimitError,
     make_policy,
     run_stream,
 )
@@ -102,6 +103,26 @@ def test_ample_budget_changes_nothing(case, policy_name):
         assert again.stats.work <= full.stats.work
     else:
         assert again.stats.work == full.stats.work == full.stats.candidates
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.integers(0, 12))
+def test_match_limit_stops_at_the_first_event_past_it(case, limit):
+    """`max_matches` refuses exactly the streams with more matches than it, at the event
+    whose matches first pass it, and changes nothing for the others."""
+    letters, text, regex, symbols, tags, window, k = case
+    ea = _automaton(text, regex, letters, k)
+    full = run_stream(ea, window, list(symbols), tags, trace=True)
+    try:
+        limited = run_stream(ea, window, list(symbols), tags, trace=True, max_matches=limit)
+    except MatchLimitError as exc:
+        assert full.n_matches > limit
+        before = sum(m.count for m in full.matches if m.position < exc.event)
+        upto = sum(m.count for m in full.matches if m.position <= exc.event)
+        assert before <= limit < upto and exc.tag == tags[exc.event]
+    else:
+        assert full.n_matches <= limit
+        assert _found(limited, symbols) == _found(full, symbols)
 
 
 def test_k_zero_is_exact_skip_till_any_match():

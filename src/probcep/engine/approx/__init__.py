@@ -18,9 +18,9 @@ from probcep.engine.approx.policies import (
     RandomShedding,
     make_policy,
 )
-from probcep.engine.approx.run import StreamResult, run_stream
+from probcep.engine.approx.run import MatchLimitError, StreamResult, run_stream
 
 __all__ = ["ApproxMatcher", "Budget", "Bundle", "BundleTracker", "ErrorAutomaton", "History",
-           "HistoryPolicy", "MatchClass", "OldestFirstShedding", "RandomShedding", "Stats",
-           "StreamResult", "default_domain", "make_policy", "pattern_symbols",
-           "run_stream"]
+           "HistoryPolicy", "MatchClass", "MatchLimitError", "OldestFirstShedding",
+           "RandomShedding", "Stats", "StreamResult", "default_domain", "make_policy",
+           "pattern_symbols", "run_stream"]
