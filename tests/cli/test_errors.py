@@ -197,7 +197,7 @@ def test_a_tag_outside_int64_is_refused(tmp_path, capsys, tag):
     code, out, err = cli(capsys, "approx", path, "--pattern", "a", "--max-errors", "0",
                          "--window", "3")
     assert code == 2 and out == ""
-    assert one_line(err).endswith(f"{path}: row 1: tag {tag} is outside the 64-bit integer "
+    assert one_line(err).endswith(f"{path}: line 3: tag {tag} is outside the 64-bit integer "
                                   f"range")
 
 

@@ -83,6 +83,9 @@ def test_stream_ids_that_differ_after_a_nul_stay_apart(tmp_path, ids):
 # --- the same data in every format ------------------------------------------------------
 
 SUFFIXES = ("csv", "parquet", "jsonl")
+#: How an error names data record 2 (from 0; no blank lines): a CSV's header is line 1.
+THIRD = {"csv": "line 4", "parquet": "row 3", "jsonl": "line 3"}
+SECOND = {"csv": "line 3", "parquet": "row 2", "jsonl": "line 2"}
 
 
 def written(frame: pd.DataFrame, path):
@@ -137,8 +140,8 @@ def test_an_empty_stream_id_is_missing_in_every_format(tmp_path, suffix):
     path = written(frame, tmp_path / f"in.{suffix}")
     if suffix == "parquet":  # its statistics say an id is empty: not for the fast readers
         assert plain_parquet_domain(path) is None
-    assert refusal(path) == "row 2: stream_id is missing"
-    with pytest.raises(InputError, match="row 2: stream_id is missing"):
+    assert refusal(path) == f"{THIRD[suffix]}: stream_id is missing"
+    with pytest.raises(InputError, match="input: row 3: stream_id is missing"):
         blocks_from_frame(frame)
 
 
@@ -147,7 +150,7 @@ def test_an_empty_stream_id_is_refused_by_groups_fast_path_too(tmp_path, capsys)
                    tmp_path / "in.parquet")
     assert main(["group", str(path), "--pattern", "a", "--policy", "single"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err == f"probcep group: error: {path}: row 0: stream_id is missing\n"
+    assert out == "" and err == f"probcep group: error: {path}: row 1: stream_id is missing\n"
 
 
 def approx(capsys, path) -> list[dict]:
@@ -182,8 +185,8 @@ def test_approx_refuses_an_empty_stream_id_or_symbol_in_every_format(tmp_path, c
     path = written(events, tmp_path / f"e.{suffix}")
     assert main(["approx", "--pattern", "a", "--max-errors", "0", "--window", "3",
                  str(path)]) == 2
-    assert capsys.readouterr().err == (f"probcep approx: error: {path}: row 1: {column} is "
-                                       f"missing\n")
+    assert capsys.readouterr().err == (f"probcep approx: error: {path}: {SECOND[suffix]}: "
+                                       f"{column} is missing\n")
 
 
 # --- CSV rows and headers that do not fit -----------------------------------------------
@@ -261,7 +264,7 @@ def test_a_null_stream_id_in_json_lines_is_missing_not_the_text_nan(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_text('{"stream_id": null, "t": 1, "a": 0.5, "b": 0.5}\n'
                     '{"stream_id": 7, "t": 1, "a": 1, "b": 0}\n')
-    assert refusal(path) == "row 0: stream_id is missing"
+    assert refusal(path) == "line 1: stream_id is missing"
     path.write_text('{"stream_id": 7, "t": 1, "a": 1, "b": 0}\n'
                     '{"stream_id": 0.5, "t": 1, "a": 1, "b": 0}\n')
     csv = written(pd.DataFrame({"stream_id": ["7", "0.5"], "t": [1, 1], "a": [1, 1],
@@ -279,7 +282,7 @@ def test_binary_stream_ids_read_as_the_text_a_csv_gives(tmp_path):
     assert [b.stream_id for b in read_blocks(path)[1]] == ["s", "é"]
     pq.write_table(pa.table({"stream_id": pa.array([b"s", b"\xff"], pa.binary()),
                              "t": [1, 1], "a": [0.5, 1.0], "b": [0.5, 0.0]}), path)
-    assert refusal(path) == "row 1: stream_id is not UTF-8 text"
+    assert refusal(path) == "row 2: stream_id is not UTF-8 text"
 
 
 def test_binary_symbols_of_approx_read_as_text(tmp_path, capsys):
@@ -294,7 +297,7 @@ def test_binary_symbols_of_approx_read_as_text(tmp_path, capsys):
                              "symbol": pa.array([b"a", b"\xff"], pa.binary())}), path)
     assert main(["approx", "--pattern", "a", "--max-errors", "0", "--window", "3",
                  str(path)]) == 2
-    assert capsys.readouterr().err == (f"probcep approx: error: {path}: row 1: symbol is "
+    assert capsys.readouterr().err == (f"probcep approx: error: {path}: row 2: symbol is "
                                        f"not UTF-8 text\n")
 
 
@@ -316,3 +319,24 @@ def test_unnamed_row_labels_stored_by_pandas_are_no_symbol(tmp_path):
     frame().set_index(pd.Index(np.arange(12) * 7)).to_parquet(path)
     assert read_table(path).columns.tolist() == ["stream_id", "t", "x", "y"]
     assert read_blocks(path)[0] == ("x", "y")
+
+
+@pytest.mark.parametrize(("text", "place"), [
+    ("stream_id,t,a,b\n\ns,1,0.5,0.5\n\n,2,0.5,0.5\n", "line 5"),  # blank lines skipped
+    ('stream_id,t,a,b\r\n"s\r\nx",1,0.5,0.5\r\n,1,0.5,0.5\r\n', "line 4"),  # a quoted break
+    ('stream_id,t,a,b\n"s\nx\ny",1,0.5,0.5\n,1,0.5,0.5\n', "line 5"),
+])
+def test_csv_errors_name_the_line_the_record_is_on(tmp_path, text, place):
+    path = tmp_path / "in.csv"
+    path.write_text(text, newline="")
+    assert refusal(path) == f"{place}: stream_id is missing"
+
+
+def test_json_lines_errors_name_the_line_past_blank_lines(tmp_path, capsys):
+    path = tmp_path / "e.jsonl"
+    path.write_text('{"stream_id": "s", "tag": 1, "symbol": "a"}\n\n  \n'
+                    '{"stream_id": "s", "tag": 1.5, "symbol": "a"}\n')
+    assert main(["approx", "--pattern", "a", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 2
+    assert capsys.readouterr().err == (f"probcep approx: error: {path}: line 4: tag 1.5 is "
+                                       f"not an integer\n")

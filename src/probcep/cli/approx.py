@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ from probcep.cli.stream_files import (
     no_bools,
     outside_int64,
     read_table,
+    record_place,
 )
 from probcep.engine.approx import (
     Budget,
@@ -79,26 +81,25 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
+    def refuse(mask, what) -> NoReturn:
+        row = int(np.flatnonzero(np.asarray(mask))[0])
+        raise InputError(f"{path}: {record_place(path, row)}: {what(row)}")
+
     for col in ("stream_id", "symbol"):
         if frame[col].isna().any():
-            row = int(frame[col].isna().to_numpy().nonzero()[0][0])
-            raise InputError(f"{path}: row {row}: {col} is missing")
+            refuse(frame[col].isna(), lambda row, col=col: f"{col} is missing")
     tags = pd.to_numeric(no_bools(frame["tag"]), errors="coerce")
+    written = frame["tag"]
     bad = tags.isna() | (tags != tags.round())
     if bad.any():
-        row = int(bad.to_numpy().nonzero()[0][0])
-        raw = frame["tag"].iloc[row]
-        raise InputError(f"{path}: row {row}: " + ("tag is missing" if pd.isna(raw) else
-                                                   f"tag {raw} is not an integer"))
+        refuse(bad, lambda row: "tag is missing" if pd.isna(written.iloc[row])
+               else f"tag {written.iloc[row]} is not an integer")
     huge = outside_int64(tags)
     if huge.any():
-        row = int(huge.to_numpy().nonzero()[0][0])
-        raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]} is outside the "
-                         f"64-bit integer range")
+        refuse(huge, lambda row: f"tag {written.iloc[row]} is outside the 64-bit integer range")
     inexact = inexact_integers(tags)
     if inexact.any():
-        row = int(inexact.to_numpy().nonzero()[0][0])
-        raise InputError(f"{path}: row {row}: tag {frame['tag'].iloc[row]} {INEXACT}")
+        refuse(inexact, lambda row: f"tag {written.iloc[row]} {INEXACT}")
     frame = pd.DataFrame({"stream_id": frame["stream_id"].astype(str),
                           "tag": tags.astype("int64"), "symbol": frame["symbol"].astype(str)})
     frame = frame.sort_values(["stream_id", "tag"], kind="stable")

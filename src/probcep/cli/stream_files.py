@@ -159,7 +159,8 @@ def _utf8(column, name: str, path: Path):
                 if value is not None:
                     value.decode("utf-8")
             except UnicodeDecodeError:
-                raise InputError(f"{path}: row {row}: {name} is not UTF-8 text") from None
+                raise InputError(f"{path}: {record_place(path, row)}: {name} is not UTF-8 "
+                                 f"text") from None
         raise
 
 
@@ -240,6 +241,35 @@ def _empty_as_missing(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def record_place(source: str | Path, i: int) -> str:
+    """Where the data record `i` (from 0, in file order) of `source` is, as a person
+    finds it: its line in a CSV file (the first, if a quoted field spans lines) or a
+    JSON-lines file, blank lines skipped as the readers skip them; its row, from 1, in a
+    Parquet file or a table given without a file. Read again only to name an error."""
+    path = Path(source)
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".jsonl", ".ndjson") and path.is_file():
+        with path.open(newline="", encoding="utf-8-sig", errors="replace") as text:
+            seen = -1 if suffix == ".csv" else 0  # records passed; a CSV header is -1
+            if suffix == ".csv":
+                rows = csv.reader(text)
+                try:
+                    for row in rows:
+                        if row and seen == i:  # a quoted field may have spanned lines
+                            breaks = sum(field.count("\n") for field in row)
+                            return f"line {rows.line_num - breaks}"
+                        seen += bool(row)
+                except csv.Error:
+                    pass
+            else:  # lines as `_read_jsonl` splits them
+                for line_no, line in enumerate(text.read().split("\n"), 1):
+                    record = bool(line) and not line.isspace()
+                    if record and seen == i:
+                        return f"line {line_no}"
+                    seen += record
+    return f"row {i + 1}"
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
@@ -260,7 +290,7 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     missing = (codes < 0) | np.isin(codes, [k for k, u in enumerate(uniques) if u == ""])
     if missing.any():  # an empty id too, as in a CSV file, which cannot tell them apart
         row = int(np.flatnonzero(missing)[0])
-        raise InputError(f"{source}: row {row}: stream_id is missing")
+        raise InputError(f"{source}: {record_place(source, row)}: stream_id is missing")
     names, codes = _ranked(uniques, codes)
     t = pd.to_numeric(no_bools(frame["t"]), errors="coerce")
     bad = t.isna() | (t != np.floor(t))
