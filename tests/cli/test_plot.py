@@ -25,3 +25,44 @@ def test_plot_writes_png(tmp_path, capsys):
     assert main(["plot", str(path), "--stream", "nobody", "--pattern", "Door",
                  "-o", str(out)]) == 2
     assert "no stream 'nobody'" in capsys.readouterr().err
+
+
+def _figure(monkeypatch, tmp_path, start: int):
+    """The figure `probcep plot` draws of 200 steps from t=`start`, kept open."""
+    import probcep.cli.figure as figure
+
+    kept = []
+    monkeypatch.setattr(figure, "_save", lambda fig, path: kept.append(fig) or path)
+    a = np.where(np.arange(200) // 10 % 2, 0.875, 0.125)
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"stream_id": "s", "t": start + np.arange(200, dtype=np.int64), "a": a,
+                  "b": 1 - a}).to_csv(path, index=False)
+    assert main(["plot", str(path), "--stream", "s", "--pattern", "a b", "--policy", "single",
+                 "-o", str(tmp_path / "s.png")]) == 0
+    return kept[0]
+
+
+def test_timesteps_beyond_doubles_are_drawn_as_near_zero(monkeypatch, tmp_path, capsys):
+    """Near 2^62 a double cannot tell t from t + 0.5: the figure is drawn relative to the
+    first timestep, and its ticks name the timesteps themselves."""
+    far, near = (_figure(monkeypatch, tmp_path, start) for start in (2 ** 62, 0))
+    bottom, bottom0 = far.axes[1], near.axes[1]
+    assert bottom.get_xlim() == bottom0.get_xlim() == (-0.5, 199.5)
+    bar, = bottom.patches
+    bar0, = bottom0.patches
+    assert (bar.get_x(), bar.get_width()) == (bar0.get_x(), bar0.get_width()) == (-0.5, 200)
+    far.canvas.draw()
+    shown = [(x, label.get_text()) for x, label in zip(bottom.get_xticks(),
+                                                       bottom.get_xticklabels())
+             if -0.5 <= x <= 199.5]
+    assert len(shown) >= 3 and all(int(text) == 2 ** 62 + round(x) for x, text in shown)
+
+
+def test_a_range_without_the_stream_is_refused(tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    pd.DataFrame({"stream_id": "s", "t": [5, 6], "a": [1.0, 0.0], "b": [0.0, 1.0]}).to_csv(
+        path, index=False)
+    assert main(["plot", str(path), "--stream", "s", "--pattern", "a b", "--from", "10",
+                 "--to", "20", "-o", str(tmp_path / "s.png")]) == 2
+    assert capsys.readouterr().err == ("probcep plot: error: t=10..20 holds no timestep of "
+                                       "stream 's' (t=5..6)\n")

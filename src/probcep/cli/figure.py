@@ -30,6 +30,10 @@ def image_format(path: Path) -> str:
     return kind
 
 
+#: Timesteps at least this far from 0 are drawn relative to the first (`plot_stream`).
+FAR = 2 ** 40
+
+
 def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
@@ -44,11 +48,25 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
     """Write a PNG; `groups` are objects or dicts with t_start, t_first, t_end, probability
     (and `alerted`: drawn with a thick red outline). `episodes` are (t_start, t_end) of
     true episodes, shaded in both panels. With `start` (the time of times[0]) and `step`
-    the time axis is labelled with clock times, not timesteps."""
+    the time axis is labelled with clock times, not timesteps.
+
+    Timesteps far from 0 are drawn relative to times[0] and labelled with their own
+    values: a double cannot tell t from t + 0.5 beyond 2^52, so bars and steps there
+    would collapse to nothing."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    origin = 0
+    if len(times) and max(abs(int(times[0])), abs(int(times[-1]))) >= FAR:
+        origin = int(times[0])
+        times = (np.asarray(times, np.int64) - origin).astype(float)
+        episodes = [(int(a) - origin, int(b) - origin) for a, b in episodes]
+        groups = [{**g, **{k: None if g.get(k) is None else int(g[k]) - origin
+                           for k in ("t_start", "t_first", "t_end")}}
+                  for g in _as_dicts(groups)]
 
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 5.5), sharex=True,
                                       gridspec_kw={"height_ratios": [3, 2]})
@@ -80,6 +98,10 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
     bottom.invert_yaxis()
     bottom.set_ylabel("groups (P; red: alert)" + ("; green: true" if len(episodes) else ""))
     bottom.set_xlabel("t")
+    if origin:
+        bottom.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        bottom.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{origin + round(x)}"))
+        bottom.tick_params(axis="x", labelsize="x-small", labelrotation=15)
     if len(times):
         bottom.set_xlim(times[0] - 0.5, times[-1] + 0.5)
     if start is not None and step is not None and len(times):

@@ -154,6 +154,9 @@ def from_file(args: argparse.Namespace) -> int:
     if hi < lo:
         raise ProbcepError(f"--to {hi} is before --from {lo}")
     keep = (times >= lo) & (times <= hi)
+    if not keep.any():  # an empty figure would look like a stream without groups
+        raise ProbcepError(f"t={lo}..{hi} holds no timestep of stream {args.stream!r} "
+                           f"(t={times[0]}..{times[-1]})")
     shown = [g for g in groups if g.t_end >= lo and g.t_start <= hi]
     title = (f"{args.stream}: {args.pattern} ({args.policy}, θ={args.threshold}, "
              f"w={args.window}) — {len(shown)} groups")
