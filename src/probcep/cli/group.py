@@ -59,19 +59,26 @@ def run(args: argparse.Namespace) -> int:
     query = build_query(domain)
     transducer = Transducer(query.dfa, query.window)
     matchers = load_state(args.resume_from, query, transducer) if args.resume_from else {}
+    ending = args.save_state is None  # the streams end here
     parts: dict[str, list] = {}
     for block in blocks:
-        matcher = matchers.get(block.stream_id)
-        if matcher is None:
-            matcher = matchers[block.stream_id] = StreamMatcher(query, transducer)
+        # each stream is one block: when it ends here, its matcher is finished at once and
+        # dropped (a file of many short streams would otherwise hold one matcher each)
+        matcher = matchers.pop(block.stream_id, None) or StreamMatcher(query, transducer)
         try:
-            groups = matcher.feed_columns(block.t0, block.probs)
+            found = [matcher.feed_columns(block.t0, block.probs)]
         except InputError as exc:
             raise InputError(f"{args.input}: stream {block.stream_id!r}: {exc}") from exc
-        parts.setdefault(block.stream_id, []).append(groups)
-    if args.save_state is None:  # the streams end here
+        if ending:
+            found.append(matcher.finish_columns())
+        else:
+            matchers[block.stream_id] = matcher
+        found = [g for g in found if len(g)]
+        if found:
+            parts[block.stream_id] = found
+    if ending:  # streams of the resumed state that this batch did not continue
         for sid, matcher in matchers.items():
-            parts.setdefault(sid, []).append(matcher.finish_columns())
+            parts[sid] = [matcher.finish_columns()]
     if args.save_state is None:
         write_groups(sorted_groups(parts), args.output)
         return 0

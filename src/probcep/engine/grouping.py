@@ -119,6 +119,8 @@ class GroupColumns:
 
     @classmethod
     def concat(cls, parts: list[GroupColumns]) -> GroupColumns:
+        if len(parts) == 1:  # most streams' blocks: no copy
+            return parts[0]
         return cls(*(np.concatenate([getattr(p, name) for p in parts])
                      for name in cls.__dataclass_fields__))
 
