@@ -31,6 +31,7 @@ from probcep.lake.tables import (
     GROUPS,
     LIVE_STATE,
     LIVE_STATUS,
+    QUARANTINE,
     SILVER,
     STATES,
 )
@@ -319,3 +320,46 @@ def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, i
     assert night_day0.num_rows == day0.num_rows + added - retracted
     correlation_changes = CORRELATION_ALERT_CHANGES.read(lake).to_pandas()
     assert set(correlation_changes["changed_by_run"]) <= {f"{ctx.run_id}-{DAYS[0]}"}
+
+
+def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_path):
+    """A compressed file is read, a file of no known format and a sub-folder are
+    quarantined with ingest's reasons, files outside a day's folder are reported (no
+    night reads them), and a file name that is not UTF-8 (which Spark's listing leaves
+    out) stops live mode as it stops the night."""
+    import gzip
+
+    from probcep.pipeline.ingest import IngestError
+
+    land = tmp_path / "landing"
+    files = landing(land, seed=3)
+    day = land / DAYS[0].isoformat()
+    plain = pd.read_csv(files[0])
+    with gzip.open(day / "chunk-00.csv.gz", "wb") as packed:
+        packed.write(files[0].read_bytes())
+    files[0].unlink()
+    (day / "notes.txt").write_text("not readings\n")
+    (day / "sub").mkdir()
+    shutil.copy(files[1], day / "sub" / "inner.csv")
+    shutil.copy(files[1], land / "stray.csv")
+    (land / "not-a-day").mkdir()
+    shutil.copy(files[1], land / "not-a-day" / "x.csv")
+    said: list[str] = []
+    lake = tmp_path / "lake"
+    ctx = context(spark, settings_file(tmp_path, land, lake, 100), "live")
+    LiveQuery(ctx, echo=said.append).run(once=True)
+    bronze = BRONZE.read(lake).to_pandas()
+    assert (bronze["source_file"].str.endswith("chunk-00.csv.gz")).sum() == len(plain) > 0
+    quarantined = QUARANTINE.read(lake).to_pandas()
+    reasons = dict(zip(quarantined["source_file"].map(lambda f: Path(f).name),
+                       quarantined["reason"]))
+    assert "unknown format" in reasons.pop("notes.txt")
+    assert "not a regular file" in reasons.pop("sub")
+    assert not any(f in reasons for f in ("inner.csv", "stray.csv", "x.csv"))
+    assert not (bronze["source_file"].map(lambda f: Path(f).name)
+                .isin(["inner.csv", "stray.csv", "x.csv"]).any())
+    outside = [line for line in said if "not in a day's landing folder" in line]
+    assert len(outside) == 1 and "2 file(s)" in outside[0] and "stray.csv" in outside[0]
+    (day / os.fsdecode(b"caf\xe9.csv")).write_bytes(files[2].read_bytes())
+    with pytest.raises(IngestError, match=r"caf\\xe9.csv' is not UTF-8"):
+        LiveQuery(ctx, echo=said.append).run(once=True)

@@ -540,7 +540,7 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
     settings = ctx.settings
     reports: dict[dt.date, IngestReport] = {}
     files: dict[dt.date, list[Path]] = {}
-    _refuse_misplaced(settings, days)
+    refuse_misplaced(settings, days)
     for day in days:
         try:
             files[day] = landing_files(settings, day)  # before Spark: a missing day is quick
@@ -569,11 +569,12 @@ def _log(ctx: RunContext, report: IngestReport, landing: str) -> None:
                            {"run_id": ctx.run_id, "batch_date": report.day.isoformat()})
 
 
-def _refuse_misplaced(settings: Settings, days) -> None:
+def refuse_misplaced(settings: Settings, days) -> None:
     """A landing root that is not there, or a day's name that is not a folder, is a
     mistake in the settings or the landing area, not silence: taken as silence it would
     empty good days (a mistyped `PROBCEP_LANDING_DIR` on a rerun). So is a file name
-    that is not UTF-8: no column can name it, so it cannot be quarantined."""
+    that is not UTF-8: no column can name it, so it cannot be quarantined (live mode
+    checks its days the same way: Spark's listing leaves such a file out)."""
     root = settings.landing_dir
     if not root.is_dir():
         raise IngestError(f"landing folder {root} " + (

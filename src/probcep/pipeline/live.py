@@ -45,6 +45,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
 import resource
 import time
 from collections.abc import Callable
@@ -80,7 +81,7 @@ from probcep.pipeline.context import RunContext
 from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_by_stream
 from probcep.pipeline.group_day import saved_states, split_output
 from probcep.pipeline.group_tasks import _advance, _group_rows, _state_rows
-from probcep.pipeline.ingest import FORMATS, checked_batch
+from probcep.pipeline.ingest import checked_batch, refuse_misplaced
 from probcep.pipeline.live_day_end import DayEndStates
 from probcep.pipeline.live_states import LiveStates
 from probcep.pipeline.normalize import distributions
@@ -152,6 +153,11 @@ class LiveQuery:
         """Start the streaming query; `once`: process what the landing folder holds, in
         micro-batches of at most `live_max_files_per_trigger` files, then stop."""
         s = self.settings
+        # Spark's listing leaves out a file whose name is not UTF-8: refused here, as the
+        # night refuses its day (each micro-batch checks its own days again)
+        refuse_misplaced(s, [] if not s.landing_dir.is_dir() else sorted(
+            d for d in map(_day, (p.name for p in s.landing_dir.iterdir() if p.is_dir()))
+            if d is not None))
         files = (self.ctx.spark.readStream.format("binaryFile").schema(LISTING)
                  .option("recursiveFileLookup", "true")
                  .option("maxFilesPerTrigger", s.live_max_files_per_trigger)
@@ -209,9 +215,14 @@ class LiveQuery:
             log.info("batch %d: written before a restart, nothing to do", batch_id)
             return None
         meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label}
-        listed = [(p, m) for p, m in listed
-                  if p.suffix.lower() in FORMATS and _folder_day(p) is not None]
-        data = sorted(p for p, _ in listed)
+        data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
+        refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
+        if outside:  # no night reads them either: said, not passed over unseen
+            shown = ", ".join(str(p) for p in outside[:3]) + (" ..." if len(outside) > 3 else "")
+            line = (f"batch {batch_id}: {len(outside)} file(s) not in a day's landing folder "
+                    f"(LANDING/YYYY-MM-DD/), not read: {shown}")
+            log.warning(line)
+            self.echo(line)
         states = self.states
         states.begin(batch_id)
         misses = states.cache.misses
@@ -434,6 +445,34 @@ def _status_row(r: BatchReport, started, finished, run_id: str) -> pa.Table:
 def _local(uri: str) -> Path:
     parsed = urlparse(uri)
     return Path(unquote(parsed.path)) if parsed.scheme in ("file", "") else Path(uri)
+
+
+def landing_entries(root: Path, files: list[Path]) -> tuple[list[Path], list[Path]]:
+    """The listed files as ingest sees a day's folder: (entries to read, files outside
+    any day's folder). An entry is a file directly in a day's folder (any name but a
+    marker's: an unknown format, a compressed file, a broken one are for ingest's reader
+    to read or quarantine), or the sub-folder a listed file lies in, which ingest
+    quarantines as not a regular file. Files in the landing root or in a folder not
+    named by a day are no day's, and a night never reads them."""
+    base = Path(os.path.abspath(root))
+    entries, outside = set(), []
+    for path in files:
+        try:
+            parts = Path(os.path.abspath(path)).relative_to(base).parts
+        except ValueError:
+            parts = ()
+        if len(parts) < 2 or _day(parts[0]) is None:
+            outside.append(path)
+        elif not parts[1].startswith(("_", ".")):  # markers, as `data_files` skips them
+            entries.add(base / parts[0] / parts[1])
+    return sorted(entries), outside
+
+
+def _day(name: str) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(name) if len(name) == 10 else None
+    except ValueError:
+        return None
 
 
 def _folder_day(path: Path) -> dt.date | None:
