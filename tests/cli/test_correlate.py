@@ -155,3 +155,15 @@ def test_a_parquet_output_holds_the_lines_fields(tmp_path, capsys):
     got = [{k: (None if pd.isna(v) else v) for k, v in row.items()}
            for row in table.to_dict("records")]
     assert got == lines
+
+
+@pytest.mark.parametrize(("option", "live", "archive"), [
+    ("--live-pattern", "a d", "c"), ("--archive-pattern", "c", "a d"),
+    ("--archive-pattern", "c", "a (")])
+def test_a_bad_pattern_is_named_by_its_option(tmp_path, capsys, option, live, archive):
+    path = tmp_path / "s.csv"
+    EXAMPLE.to_csv(path, index=False)
+    code, rows, err = run(capsys, path, "--live-pattern", live, "--policy", "single",
+                          "--archive-pattern", archive, "--lookback", "4")
+    assert code == 2 and rows == []
+    assert err.startswith(f"probcep correlate: error: {option}: ")

@@ -11,11 +11,11 @@ import pyarrow as pa
 
 from probcep.cli.output import write_lines
 from probcep.cli.stream_files import read_blocks
-from probcep.engine import Query, StreamMatcher
+from probcep.engine import PatternError, Query, StreamMatcher
 from probcep.engine.correlate import MODES, Correlation
 from probcep.engine.read_plans import STRATEGIES, ArchiveStats, Timeline, correlate
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError
+from probcep.errors import InputError, ProbcepError
 
 #: Timesteps per statistics bucket for `auto` (a day of minutes; any size is sound).
 STATS_BUCKET = 1440
@@ -62,11 +62,17 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     domain, blocks = read_blocks(args.input)
-    query = Query.build(args.live_pattern, domain, policy=args.policy,
-                        threshold=args.threshold, window=args.window)
-    corr = Correlation.build(args.archive_pattern, domain, window=args.archive_window,
-                             lookback=args.lookback, gap=args.gap, mode=args.mode,
-                             min_probability=args.min_probability)
+    try:  # two patterns: the error says which
+        query = Query.build(args.live_pattern, domain, policy=args.policy,
+                            threshold=args.threshold, window=args.window)
+    except PatternError as exc:
+        raise ProbcepError(f"--live-pattern: {exc}") from exc
+    try:
+        corr = Correlation.build(args.archive_pattern, domain, window=args.archive_window,
+                                 lookback=args.lookback, gap=args.gap, mode=args.mode,
+                                 min_probability=args.min_probability)
+    except PatternError as exc:
+        raise ProbcepError(f"--archive-pattern: {exc}") from exc
     live = Transducer(query.dfa, query.window)
     groups = {}
     for block in blocks:
