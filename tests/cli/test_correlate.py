@@ -167,3 +167,17 @@ def test_a_bad_pattern_is_named_by_its_option(tmp_path, capsys, option, live, ar
                           "--archive-pattern", archive, "--lookback", "4")
     assert code == 2 and rows == []
     assert err.startswith(f"probcep correlate: error: {option}: ")
+
+
+def test_windows_no_match_fits_in_are_warned_of(tmp_path, capsys):
+    """A valid query that can never match prints nothing: the warning says why."""
+    path = tmp_path / "s.csv"
+    EXAMPLE.to_csv(path, index=False)
+    code, rows, err = run(capsys, path, "--live-pattern", "a b", "--policy", "single",
+                          "--window", "1", "--archive-pattern", "b c", "--archive-window",
+                          "1", "--lookback", "4")
+    assert code == 0 and rows == []
+    assert err.splitlines() == [
+        f"probcep correlate: warning: {option}: the window of 1 is shorter than the shortest "
+        f"match of {pattern!r} (2 timesteps): it can never match"
+        for option, pattern in (("--window", "a b"), ("--archive-window", "b c"))]

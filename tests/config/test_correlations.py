@@ -84,6 +84,8 @@ def test_bad_entries_are_refused_naming_them(tmp_path, extra, message):
     ("live: visit", "live: nothing", "live must name an exact pattern"),
     ("Hallway{3,}", "Lobby{3,}", "bad archive pattern"),
     ("  loitered:", "  visit:", "have the name of a pattern"),
+    ("archive_window: 30", "archive_window: 4",
+     "archive_window: the window of 4 is shorter than the shortest match"),
 ])
 def test_bad_values_are_refused(tmp_path, old, new, message):
     with pytest.raises(RegistryError, match="correlation") as info:

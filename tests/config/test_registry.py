@@ -49,6 +49,9 @@ def test_version_follows_the_definition(tmp_path):
     ("    pattern: 'Door'\n    policy: single\n    alert_threshold: high\n",
      "alert_threshold must be a number"),
     ("    pattern: 'Door'\n    policy: single\n    windw: 3\n", "unknown field(s) ['windw']"),
+    ("    pattern: 'Door Room{2,} Door'\n    policy: single\n    window: 3\n",
+     "line 8: entry 'bad': the window of 3 is shorter than the shortest match of "
+     "'Door Room{2,} Door' (4 timesteps): it can never match"),
 ])
 def test_bad_entries_name_entry_and_problem(tmp_path, entry, message):
     path = write(tmp_path, "patterns:\n  good:\n    pattern: Door\n    policy: single\n"

@@ -4,6 +4,7 @@ a lookback range of the same stream (docs/semantics.md §8), on a file of whole 
 from __future__ import annotations
 
 import argparse
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from probcep.engine import PatternError, Query, StreamMatcher
 from probcep.engine.correlate import MODES, Correlation
 from probcep.engine.read_plans import STRATEGIES, ArchiveStats, Timeline, correlate
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError, ProbcepError
+from probcep.errors import InputError, ProbcepError, ProbcepWarning
 
 #: Timesteps per statistics bucket for `auto` (a day of minutes; any size is sound).
 STATS_BUCKET = 1440
@@ -73,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
                                  min_probability=args.min_probability)
     except PatternError as exc:
         raise ProbcepError(f"--archive-pattern: {exc}") from exc
+    for option, dfa, window in (("--window", query.dfa, query.window),
+                                ("--archive-window", corr.dfa, corr.window)):
+        if dfa.unfit(window):
+            warnings.warn(ProbcepWarning(f"{option}: {dfa.unfit(window)}"), stacklevel=2)
     live = Transducer(query.dfa, query.window)
     groups = {}
     for block in blocks:

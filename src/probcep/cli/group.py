@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError, ProbcepError, writing
+from probcep.errors import InputError, ProbcepError, ProbcepWarning, writing
 
 STATE_FILE_FORMAT = "probcep-state-file/1"
 
@@ -47,8 +48,12 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     def build_query(domain) -> Query:
-        return Query.build(args.pattern, domain, policy=args.policy,
-                           threshold=args.threshold, window=args.window, method=args.method)
+        query = Query.build(args.pattern, domain, policy=args.policy,
+                            threshold=args.threshold, window=args.window, method=args.method)
+        if query.dfa.unfit(query.window):
+            warnings.warn(ProbcepWarning(f"--window: {query.dfa.unfit(query.window)}"),
+                          stacklevel=2)
+        return query
 
     if (args.input.suffix.lower() == ".parquet" and args.resume_from is None
             and args.save_state is None and args.method == "transducer"

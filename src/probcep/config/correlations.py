@@ -115,6 +115,8 @@ def parse_correlation(name, entry, domain: tuple[str, ...], patterns: dict,
         raise RegistryError(f"{where}: bad archive pattern: {exc}") from exc
     except QueryError as exc:
         raise RegistryError(f"{where}: {exc}") from exc
+    if corr.dfa.unfit(corr.window):
+        raise RegistryError(f"{where}: archive_window: {corr.dfa.unfit(corr.window)}")
     return RegisteredCorrelation(name=name, live=live, correlation=corr,
                                  alert_threshold=float(alert), strategy=strategy,
                                  description=str(entry.get("description", "")),

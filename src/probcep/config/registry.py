@@ -136,6 +136,8 @@ def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry",
                             window=entry.get("window"))
     except PatternError as exc:
         raise RegistryError(f"{where('pattern')}: bad pattern: {exc}") from exc
+    if query.dfa.unfit(query.window):  # its alerts would never come, unsaid
+        raise RegistryError(f"{where('window')}: {query.dfa.unfit(query.window)}")
     alert = entry.get("alert_threshold", 0.5)
     return RegisteredPattern(name=name, query=query, alert_threshold=float(alert),
                              description=entry.get("description") or "",

@@ -269,6 +269,14 @@ class Dfa:
     def min_length(self) -> int:
         return int(self.dist_next[self.start])
 
+    def unfit(self, window: int | None) -> str | None:
+        """Why no match can fit in `window` timesteps (its shortest match is longer), or
+        None: such a query is valid and finds nothing, almost surely not what was meant."""
+        if window is None or window >= self.min_length():
+            return None
+        return (f"the window of {window} is shorter than the shortest match of "
+                f"{self.pattern!r} ({self.min_length()} timesteps): it can never match")
+
 
 def compile_pattern(pattern: str, domain) -> Dfa:
     """Parse `pattern` and build its minimal DFA over `domain` (a sequence of names).
