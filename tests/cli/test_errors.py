@@ -760,3 +760,20 @@ def test_a_bad_training_file_is_named(tmp_path, capsys):
                        "--window", "5", "--budget", "1", "--train", train, "--domain", "a,b")
     assert code == 2 and one_line(err).endswith(f"error: {train}: stream 's': event 0 (tag 1): "
                                                 f"symbol 'z' is not in the domain a, b")
+
+
+@pytest.mark.parametrize("argv", [
+    ["normalize", "--date", "{later}"], ["correlate-day", "--date", "{later}"],
+    ["publish-alerts", "--date", "{later}"], ["run", "--from", "2026-01-01", "--to", "{later}"],
+    ["rerun", "--from", "{later}", "--to", "{later}"]])
+def test_a_day_that_has_not_begun_is_refused_before_any_work(tmp_path, capsys, argv):
+    """A year's typo (2062 for 2026) must not be recorded as a night, nor send a lookback
+    across decades."""
+    later = dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1)
+    with pytest.raises(SystemExit) as exit_:  # argparse's usage error
+        main([a.format(later=later) for a in argv] + ["--lake", str(tmp_path / "lake")])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.splitlines()[-1].endswith(f"{later} has not begun (today is "
+                                         f"{later - dt.timedelta(days=1)}, UTC)")
+    assert not (tmp_path / "lake").exists()

@@ -149,6 +149,8 @@ def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark,
     readings. Grouping day 1 then says so and names the way out, which restores the rows
     of the nights in order."""
     from probcep.pipeline.group_day import group_day
+    from probcep.pipeline.publish_alerts import AlertChanges
+    from probcep.pipeline.run import DayReport
 
     silver = make_silver(days=3, seed=7)
     source = FrameSilver(lambda day: day_of(silver, (day - DAY0).days), tmp_path / "in",
@@ -162,6 +164,8 @@ def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark,
     assert (f"warning: {DAY0 + dt.timedelta(2)} was grouped before {DAY0 + dt.timedelta(1)}"
             in report.line())
     assert f"probcep rerun --from {DAY0 + dt.timedelta(1)} --to" in report.line()
+    night = DayReport(report, AlertChanges(0, 0)).line()  # what `probcep run` prints
+    assert night.splitlines()[1] == report.line().splitlines()[1] == f"warning: {report.warning()}"
     assert not group_rows(tmp_path / "jumbled").equals(group_rows(tmp_path / "in_order"))
     rerun_days(context(tmp_path / "jumbled", source, "fix"), DAY0 + dt.timedelta(1),
                DAY0 + dt.timedelta(1))

@@ -28,9 +28,23 @@ def _options(p, patterns: bool = True) -> None:
                             "skipping ingest and normalize")
 
 
+def begun_day(text: str) -> dt.date:
+    """A day argument: an ISO date no later than today (UTC). A later day has not begun:
+    a step that recorded it as done would put every real night after it out of order,
+    and a year's typo (2062 for 2026) would have a lookback reach across decades."""
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+    today = dt.datetime.now(dt.UTC).date()
+    if day > today:
+        raise argparse.ArgumentTypeError(f"{day} has not begun (today is {today}, UTC)")
+    return day
+
+
 def _day(sub, name: str, text: str, handler, patterns: bool = True):
     p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-    p.add_argument("--date", type=dt.date.fromisoformat, required=True)
+    p.add_argument("--date", type=begun_day, required=True)
     _options(p, patterns)
     p.set_defaults(handler=handler)
     return p
@@ -56,16 +70,16 @@ def register(sub) -> None:
                        description="The nightly work for a day, or for every day of a range "
                                    "in order (a backfill).")
     when = p.add_mutually_exclusive_group(required=True)
-    when.add_argument("--date", type=dt.date.fromisoformat)
-    when.add_argument("--from", dest="first", type=dt.date.fromisoformat)
-    p.add_argument("--to", dest="last", type=dt.date.fromisoformat)
+    when.add_argument("--date", type=begun_day)
+    when.add_argument("--from", dest="first", type=begun_day)
+    p.add_argument("--to", dest="last", type=begun_day)
     _options(p)
     p.set_defaults(handler=run)
     r = sub.add_parser("rerun", help="recompute days after a data fix and report alert changes",
                        description="Recompute groups, states and alerts from --from on, "
                                    "stopping once the engine states agree again.")
-    r.add_argument("--from", dest="first", type=dt.date.fromisoformat, required=True)
-    r.add_argument("--to", dest="last", type=dt.date.fromisoformat, required=True)
+    r.add_argument("--from", dest="first", type=begun_day, required=True)
+    r.add_argument("--to", dest="last", type=begun_day, required=True)
     r.add_argument("--reason", default="", help="why (kept in the commit metadata)")
     _options(r)
     r.set_defaults(handler=rerun)

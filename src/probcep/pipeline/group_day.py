@@ -49,14 +49,18 @@ class GroupDayReport:
         line = (f"{self.day}: {self.result.groups} groups final over {self.result.streams} "
                 f"streams (validated)" + ("" if self.approx_matches is None else
                                           f", approximate match classes {self.approx_matches}"))
-        if self.grouped_after:
-            later = self.grouped_after
-            line += (f"\nwarning: {later[0]}" + (f" and {len(later) - 1} later days were" if
-                                                  len(later) > 1 else " was") +
-                     f" grouped before {self.day}, without its readings (a group running "
-                     f"into them from {self.day} is missing there): `probcep rerun --from "
-                     f"{self.day} --to {self.day}` recomputes them")
-        return line
+        return line + ("" if self.warning() is None else f"\nwarning: {self.warning()}")
+
+    def warning(self) -> str | None:
+        """What grouping this day after later days left wrong there, if it did."""
+        if not self.grouped_after:
+            return None
+        later = self.grouped_after
+        return (f"{later[0]}" + (f" and {len(later) - 1} later days were" if len(later) > 1
+                                 else " was") +
+                f" grouped before {self.day}, without its readings (a group running into "
+                f"them from {self.day} is missing there): `probcep rerun --from {self.day} "
+                f"--to {self.day}` recomputes them")
 
 
 def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
