@@ -86,6 +86,9 @@ KINDS = {
     "late.csv": (LONG + "s,r1,2025-12-31T23:59:59,Door,0.5\n", 1, 1, 1, {}),
     "no_date.csv": (LONG + "s,r1,12:00,Door,0.5\ns,r1,2026,Door,0.5\n", 2, 0, 0,
                     {"timestamp has no date": 2}),
+    "zeroed_clock.csv": (LONG + good("z") + "s,r1,0000-01-01T00:00:00,Door,0.5\n"
+                         "s,r1,-2026-01-01T00:00:00,Door,0.5\n", 3, 1, 1,
+                         {"timestamp before year 1": 2}),
     "not_finite.csv": (LONG + "s,r1,2026-01-01T00:00:15,Door,inf\n"
                        "s,r1,2026-01-01T00:00:15,Door,-Infinity\n"
                        "s,r1,2026-01-01T00:00:15,Door,1e309\n"

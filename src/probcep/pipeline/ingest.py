@@ -285,6 +285,8 @@ def checked(records, settings: Settings, wide_rows: bool = True):
         (F.col("stream_id").isNull() | (F.trim("stream_id") == ""), "missing stream_id"),
         (ts.isNull(), "unparseable timestamp"),
         (~F.col("ts").rlike(DATE_FIRST), "timestamp has no date"),  # null when typed
+        # a zeroed clock (0000-01-01): Spark reads the year, Python and Arrow hold none
+        (F.year(ts) < 1, "timestamp before year 1"),
         (t >= stop, "outside batch day"),
         (long & (F.col("symbol").isNull() | ~F.col("symbol").isin(*domain)),
          "unknown symbol"),
