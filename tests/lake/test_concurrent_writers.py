@@ -408,6 +408,35 @@ def test_a_staging_folder_that_is_gone_commits_nothing(tmp_path):
     assert same_rows(BRONZE.read(tmp_path), rows, ignore=())
 
 
+def test_a_commit_that_raises_after_the_move_leaves_no_file_in_the_table(tmp_path,
+                                                                         monkeypatch):
+    """Files moved into the partition and then not committed (the statistics or the
+    commit raised) are removed at once: the staging folder, with its record of them,
+    goes on the way out, so no later write could find them, and a plain Parquet reader
+    of the folder would count their rows twice."""
+    from probcep.lake import delta
+
+    rows = bronze_rows(DAY, "first", 12)
+    with staging_folder(BRONZE.path(tmp_path)) as folder:
+        folder.mkdir()
+        pq.write_table(rows, folder / "part-00000.parquet")
+        commit_staged(folder, rows.schema, BRONZE, tmp_path, DAY, {"run_id": "first"})
+    on_disk = sorted(BRONZE.path(tmp_path).rglob("*.parquet"))
+    version = BRONZE.version(tmp_path)
+
+    def broken(*args, **kwargs):
+        raise OverflowError("date value out of range")
+
+    monkeypatch.setattr(delta, "add_action", broken)
+    with pytest.raises(OverflowError), staging_folder(BRONZE.path(tmp_path)) as folder:
+        folder.mkdir()
+        pq.write_table(bronze_rows(DAY, "second", 5), folder / "part-00000.parquet")
+        commit_staged(folder, rows.schema, BRONZE, tmp_path, DAY, {"run_id": "second"})
+    assert sorted(BRONZE.path(tmp_path).rglob("*.parquet")) == on_disk
+    assert BRONZE.version(tmp_path) == version
+    assert same_rows(BRONZE.read(tmp_path), rows, ignore=())
+
+
 # --- commits that lose the race --------------------------------------------------------
 
 

@@ -378,29 +378,36 @@ def commit_staged(folder: Path, schema, table: Table, lake, day: dt.date, metada
         partition = f"{table.day_column}={day.isoformat()}"
         names = [f"{partition}/part-{i:05d}-of-{len(parts):05d}-{fp}-{write}.parquet"
                  for i in range(len(parts))]
-        (folder / MOVED_FILE).write_text(json.dumps(
-            {"write": write, "version": version, "files": names}))
-        (path / partition).mkdir(parents=True, exist_ok=True)
-        for src, rel in zip(parts, names):
-            os.replace(src, path / rel)
-        adds = [add_action(path / rel, rel, {table.day_column: day.isoformat()}, schema,
-                           table.day_column) for rel in names]
-        properties = commit_properties({**metadata, "write_id": write, "fingerprint": fp})
-        seen: list[list[str]] = [current]
+        moved = {"write": write, "version": version, "files": names}
+        (folder / MOVED_FILE).write_text(json.dumps(moved))
+        try:
+            (path / partition).mkdir(parents=True, exist_ok=True)
+            for src, rel in zip(parts, names):
+                os.replace(src, path / rel)
+            adds = [add_action(path / rel, rel, {table.day_column: day.isoformat()}, schema,
+                               table.day_column) for rel in names]
+            properties = commit_properties({**metadata, "write_id": write, "fingerprint": fp})
+            seen: list[list[str]] = [current]
 
-        def attempt() -> None:
-            from deltalake import DeltaTable
+            def attempt() -> None:
+                from deltalake import DeltaTable
 
-            files = sorted(table.files(lake, day_filter))
-            if files != seen[-1]:
-                raise ConcurrentWriteError(f"another run is writing {where}: the day's "
-                                           f"files changed while this run committed")
-            DeltaTable(str(path)).create_write_transaction(
-                adds, mode="overwrite", schema=schema, partition_by=[table.day_column],
-                partition_filters=day_filter, commit_properties=properties)
+                files = sorted(table.files(lake, day_filter))
+                if files != seen[-1]:
+                    raise ConcurrentWriteError(f"another run is writing {where}: the day's "
+                                               f"files changed while this run committed")
+                DeltaTable(str(path)).create_write_transaction(
+                    adds, mode="overwrite", schema=schema, partition_by=[table.day_column],
+                    partition_filters=day_filter, commit_properties=properties)
 
-        _create(path, schema, table.day_column, commit_properties(metadata))
-        commit_with_retries(attempt, where)
+            _create(path, schema, table.day_column, commit_properties(metadata))
+            commit_with_retries(attempt, where)
+        except BaseException:
+            # a run killed here is cleared by the next write (from MOVED_FILE); one
+            # that raised removes its files now: its staging folder, and the record
+            # with it, is removed on the way out
+            _remove_moved(path, moved)
+            raise
         return True
 
 
