@@ -69,7 +69,7 @@ def test_wide_sum_and_symbol_names_are_checked(tmp_path):
     with pytest.raises(SettingsError, match="'wide_sum'.*must be one of"):
         load_settings(path, env={"PROBCEP_WIDE_SUM": "guess"})
     path.write_text(base + "domain: [A, score]\n")  # a symbol named like a reading column
-    with pytest.raises(SettingsError, match="'domain'.*not one of"):
+    with pytest.raises(SettingsError, match="'domain'.*none of"):
         load_settings(path, env={})
 
 
@@ -124,6 +124,29 @@ def test_an_epoch_with_an_offset_is_the_same_instant_in_utc(tmp_path, epoch):
     path = tmp_path / "s.yaml"
     path.write_text(BASE + f"epoch: {epoch}\n")
     assert load_settings(path, env={}).epoch == dt.datetime(2026, 1, 1)
+
+
+@pytest.mark.parametrize(("override", "said"), [
+    ({"epoch": "'2026-01-01T00:00:30'"}, "epoch.*multiple of 60 s.*0:00:30 after midnight UTC"),
+    ({"epoch": "'2026-01-01T00:00:00+05:30'", "timestep_seconds": "3600"},
+     "epoch.*multiple of 3600 s.*18:30:00 after midnight UTC"),
+    ({"domain": "[Hallway, door, Door]"}, "domain.*distinct without regard to case"),
+    ({"domain": "[Hallway, date]"}, "domain.*none of"),
+    ({"domain": "[Hallway, T]"}, "domain.*none of"),
+    ({"no_reading_symbol": "t"}, "no_reading_symbol"),
+    ({"no_reading_symbol": "door"}, "no_reading_symbol"),
+    ({"target_file_mb": ".inf"}, "target_file_mb.*megabytes in"),
+    ({"target_file_mb": "1.0e20"}, "target_file_mb.*megabytes in"),
+])
+def test_settings_spark_or_the_clock_cannot_use_are_refused_at_start(tmp_path, override, said):
+    """Each was taken, and failed later with a traceback after Spark's work (or, for the
+    epoch, quarantined each day's last readings as outside it)."""
+    values = {"lake_root": "x", "landing_dir": "y", "timestep_seconds": "60",
+              "domain": "[Hallway, Door]", "epoch": "'2026-01-01T00:00:00'", **override}
+    path = tmp_path / "s.yaml"
+    path.write_text("".join(f"{k}: {v}\n" for k, v in values.items()))
+    with pytest.raises(SettingsError, match=said):
+        load_settings(path, env={})
 
 
 def test_a_misspelt_variable_is_named_and_the_ones_meant_for_others_are_not(tmp_path):

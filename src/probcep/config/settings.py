@@ -31,8 +31,13 @@ MISSING_DAYS = ("silence", "refuse")
 WIDE_SUMS = ("refuse", "renormalize")
 #: State cache eviction policies of live mode (probcep.engine.state_cache.POLICIES).
 CACHE_POLICIES = ("creation", "priority", "lru")
-#: Names a symbol cannot have: the columns of a reading in landing files.
+#: Names a symbol cannot have: the columns of a reading in landing files, and those
+#: beside the symbol columns in silver (probcep.lake.tables.SILVER_KEYS). Spark compares
+#: column names without regard to case, so no two of them may differ only in case.
 READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
+RESERVED_NAMES = (*READING_COLUMNS, "t", "date")
+#: The largest target file size: Spark takes the bytes as a 64-bit count.
+MAX_FILE_MB = 1 << 20
 #: Characters of a lake path delta-rs refuses as a URL or reads as a separator.
 LAKE_PATH_REFUSED = "[]\\"
 #: `PROBCEP_*` variables that are not settings: the settings file, where a deployment
@@ -187,16 +192,25 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     except ValueError:
         fail("epoch", f"must be an ISO date-time such as 2026-01-01T00:00:00, "
                       f"got {v['epoch']!r}")
+    utc = epoch.astimezone(dt.UTC) if epoch.tzinfo else epoch
+    into_day = utc - utc.replace(hour=0, minute=0, second=0, microsecond=0)
+    if into_day % dt.timedelta(seconds=step):  # a timestep would straddle each midnight
+        fail("epoch", f"must lie on the timestep grid of midnight UTC (a multiple of "
+                      f"{step} s after it), so that each day is whole timesteps: got "
+                      f"{v['epoch']!r}, {into_day} after midnight UTC")
     domain = v["domain"]
     if (not isinstance(domain, list) or not domain
             or not all(isinstance(s, str) and s.isidentifier() for s in domain)
-            or len(set(domain)) != len(domain)
-            or set(domain) & set(READING_COLUMNS)):
-        fail("domain", f"must be a list of distinct symbol names (not one of "
-                       f"{READING_COLUMNS}), got {domain!r}")
+            or len({s.lower() for s in domain}) != len(domain)
+            or {s.lower() for s in domain} & set(RESERVED_NAMES)):
+        fail("domain", f"must be a list of symbol names distinct without regard to case "
+                       f"(as Spark's columns), none of {RESERVED_NAMES}, got {domain!r}")
     reserved = v.get("no_reading_symbol", "NoReading")
-    if not isinstance(reserved, str) or not reserved.isidentifier() or reserved in domain:
-        fail("no_reading_symbol", f"must be a name outside the domain, got {reserved!r}")
+    if not isinstance(reserved, str) or not reserved.isidentifier() \
+            or reserved.lower() in {s.lower() for s in (*domain, *RESERVED_NAMES)}:
+        fail("no_reading_symbol", f"must be a name outside the domain and none of "
+                                  f"{RESERVED_NAMES} (without regard to case), got "
+                                  f"{reserved!r}")
     aggregation = v.get("aggregation", "sum")
     if aggregation not in AGGREGATIONS:
         fail("aggregation", f"must be one of {AGGREGATIONS}, got {aggregation!r}")
@@ -211,8 +225,10 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
             or not 0 <= fraction <= 1:
         fail("max_quarantine_fraction", f"must be a number in [0, 1], got {fraction!r}")
     file_mb = v.get("target_file_mb", 128)
-    if not isinstance(file_mb, int | float) or isinstance(file_mb, bool) or not file_mb > 0:
-        fail("target_file_mb", f"must be a number of megabytes > 0, got {file_mb!r}")
+    if not isinstance(file_mb, int | float) or isinstance(file_mb, bool) \
+            or not 0 < file_mb <= MAX_FILE_MB:
+        fail("target_file_mb", f"must be a number of megabytes in (0, {MAX_FILE_MB}], got "
+                               f"{file_mb!r}")
     missing = v.get("missing_day", "silence")
     if missing not in MISSING_DAYS:
         fail("missing_day", f"must be one of {MISSING_DAYS}, got {missing!r}")
