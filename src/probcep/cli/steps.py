@@ -183,6 +183,9 @@ def correlate_day(args: argparse.Namespace) -> int:
                                    f"over the chosen patterns; known: "
                                    f"{[c.name for c in chosen]}")
             chosen = [c for c in chosen if c.name in args.correlation]
+        if not chosen:  # an empty line would look like a day without groups
+            print(f"{args.date}: no correlation registered over the chosen patterns "
+                  f"({ctx.settings.registry}): nothing to join")
         for report in correlate(ctx, args.date, chosen):
             print(report.line())
     return 0
