@@ -49,7 +49,8 @@ class GroupDayReport:
         line = (f"{self.day}: {self.result.groups} groups final over {self.result.streams} "
                 f"streams (validated)" + ("" if self.approx_matches is None else
                                           f", approximate match classes {self.approx_matches}"))
-        return line + ("" if self.warning() is None else f"\nwarning: {self.warning()}")
+        warning = self.warning()
+        return line + ("" if warning is None else f"\nwarning: {warning}")
 
     def warning(self) -> str | None:
         """What grouping this day after later days left wrong there, if it did."""

@@ -35,7 +35,8 @@ class DayReport:
         for c in self.correlated:
             text += f"; {c.correlation}: {c.rows} rows, alerts +{c.alerts_added} " \
                     f"-{c.alerts_retracted}"
-        return text + ("" if g.warning() is None else f"\nwarning: {g.warning()}")
+        warning = g.warning()
+        return text + ("" if warning is None else f"\nwarning: {warning}")
 
 
 def run_day(ctx: RunContext, day: dt.date) -> DayReport:
