@@ -36,6 +36,8 @@ def good(stream: str) -> str:
     return f"{stream},r1,2026-01-01T00:00:10,Door,0.5\n"
 
 WIDE = "stream_id,ts,Hallway,Door,Room\n"
+#: A long header whose last column is the symbol, which a kept CR would make unknown.
+LAST_SYMBOL = "stream_id,sensor_id,ts,score,symbol\n"
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -167,6 +169,28 @@ KINDS = {
     "glob[a-z].parquet": (parquet_bytes(pa.table({
         "stream_id": ["g5"], "ts": pd.to_datetime(["2026-01-01T01:00:00"]),
         "symbol": ["Door"], "score": [0.5]})), 1, 1, 1, {}),
+    # line endings: Spark's reader takes the first line's for every line
+    "lf_header_crlf_rows.csv": (LAST_SYMBOL + "m1,r1,2026-01-01T00:00:30,0.5,Door\r\n"
+                                "m1,r1,2026-01-01T00:00:31,0.5,Room\r\n", 2, 2, 2, {}),
+    "crlf_header_lf_rows.csv": (LAST_SYMBOL.replace("\n", "\r\n") +
+                                "m2,r1,2026-01-01T00:00:30,0.5,Door\n"
+                                '"m2",r1,2026-01-01T00:00:31,0.5,"Room"\n', 2, 2, 2, {}),
+    "cr_endings.csv": ((LAST_SYMBOL + "m3,r1,2026-01-01T00:00:30,0.5,Door\n"
+                        '"m\n3",r1,2026-01-01T00:00:31,0.5,Room\n').replace("\n", "\r"),
+                       2, 2, 2, {}),
+    # what a file named as text may hold instead, and headers read as no layout
+    "gzip_named.csv": (gzip.compress((LONG + good("gz")).encode()), 1, 0, 0,
+                       {"unreadable file: cannot be read as csv": 1}),
+    "utf16_no_bom.csv": ((LONG + good("u16")).encode("utf-16-le"), 1, 0, 0,
+                         {"unreadable file: not UTF-8 text": 1}),
+    "semicolons.csv": ((LONG + good("sc")).replace(",", ";"), 1, 0, 0,
+                       {"unreadable file: header is not comma-separated": 1}),
+    "capitals.csv": ("Stream_ID,Sensor_ID,TS,Symbol,Score\n" + good("cap"), 1, 0, 0,
+                     {"unreadable file: header names a column in another case": 1}),
+    "capitals.parquet": (parquet_bytes(pa.table({
+        "stream_id": ["cp"], "TS": ["2026-01-01T01:00:00"], "symbol": ["Door"],
+        "score": [0.5]})), 1, 0, 0,
+        {"unreadable file: header names a column in another case": 1}),
     "notes.txt": ("remember the milk\n", 1, 0, 0, {"unreadable file: unknown format": 1}),
     "empty.csv": ("", 0, 0, 0, {}),
     "good.csv.gz": (gzip.compress(BIG_CSV.encode()), 60, 60, 60, {}),

@@ -32,6 +32,7 @@ import bz2
 import csv
 import gzip
 import hashlib
+import itertools
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,23 +140,76 @@ def read_files(spark, files: dict[Path, Hashable], domain) -> list[Opened | Unre
             out.append(_not_regular(path))
             continue
         fmt, compression = file_format(path)
+        held = _holds_other_format(path) if fmt in ("csv", "json") and not compression \
+            else None
+        if held:
+            out.append(Unreadable(path, f"cannot be read as {fmt}", held))
+            continue
         if fmt != "csv":
             out.append(_read_file(spark, path, fmt, compression, domain))
             continue
         try:
             with COMPRESSIONS.get(compression, open)(
                     path, "rt", encoding="utf-8-sig", newline="") as text:
-                header = next(csv.reader(text), None)  # checks the compression too
-        except (UnicodeDecodeError, OSError, EOFError, ValueError) as e:
+                first = text.readline()  # checks the compression too
+                header = next(csv.reader(itertools.chain([first], text)), None)
+        except (UnicodeDecodeError, OSError, EOFError, ValueError, csv.Error) as e:
             out.append(_unreadable(path, fmt, compression, e))
             continue
-        if not header:  # an empty file: no records
+        problem = _header_problem([h.strip() for h in header or []])
+        if problem:
+            out.append(Unreadable(path, *problem))
+        elif not header:  # an empty file: no records
             out.append(Opened(path, None))
         else:
-            scans.setdefault((label, tuple(header)), []).append(path)
-    for (_, header), paths in scans.items():
-        out += _csv(spark, paths, domain, list(header))
+            # Spark's CSV reader takes the first line's ending for every line, keeping a
+            # CR in the last field of CRLF records after an LF header and running LF
+            # records together after a CRLF header; so lines end at LF, and a CR before
+            # one is taken off the last field. A file of CR endings keeps them.
+            ending = "\r" if first.endswith("\r") else "\n"
+            scans.setdefault((label, tuple(header), ending), []).append(path)
+    for (_, header, ending), paths in scans.items():
+        out += _csv(spark, paths, domain, list(header), ending)
     return out
+
+
+#: The first bytes of what a file named as text may hold instead.
+MAGIC = {b"\x1f\x8b": ("gzip data", ".gz"), b"BZh": ("bzip2 data", ".bz2"),
+         b"PAR1": ("a Parquet file", None), b"PK\x03\x04": ("a zip archive", None)}
+
+
+def _holds_other_format(path: Path) -> str | None:
+    """What an uncompressed text file holds instead of text, by its first bytes."""
+    try:
+        with open(path, "rb") as raw:
+            start = raw.read(4)
+    except OSError:
+        return None  # read_files reports it when it opens the file
+    for magic, (what, suffix) in MAGIC.items():
+        if start.startswith(magic) and (magic != b"BZh" or start[3:4].isdigit()):
+            return f"it holds {what}" + (f": name it {path.name}{suffix}" if suffix else "")
+    return None
+
+
+def _header_problem(names: list[str]) -> tuple[str, str] | None:
+    """(reason, detail) when a file's column names show it cannot be read as records of
+    either layout: every record would otherwise be quarantined for a column that only
+    seems outside the domain."""
+    if any("\x00" in n for n in names):
+        return ("not UTF-8 text",
+                "NUL characters in the header: UTF-16 text without a byte order mark?")
+    if len(names) == 1 and names[0] not in LONG:
+        sep = next((s for s in ";\t|" if s in names[0]), None)
+        if sep:
+            return ("header is not comma-separated",
+                    f"one column {names[0]!r}: fields are separated by commas, not {sep!r}")
+    cased = [n for n in names if n not in LONG and n.lower() in LONG
+             and n.lower() not in names]
+    if cased:
+        return ("header names a column in another case",
+                ", ".join(f"{n!r} for {n.lower()!r}" for n in cased) +
+                ": column names are case-sensitive")
+    return None
 
 
 def _read_file(spark, path: Path, fmt, compression, domain) -> Opened | Unreadable:
@@ -244,9 +298,11 @@ def _any_replacement(cols):
     return F.greatest(*checks) if len(checks) > 1 else checks[0]
 
 
-def _csv(spark, paths: list[Path], domain, header: list[str]) -> list[Opened | Unreadable]:
-    """Files with this header, in one scan; `source_file` is the file's path as given
-    (Spark names it by URI: `file:` and the path with `%`, space and `#` escaped)."""
+def _csv(spark, paths: list[Path], domain, header: list[str],
+         ending: str) -> list[Opened | Unreadable]:
+    """Files with this header and line ending (`read_files`), in one scan; `source_file`
+    is the file's path as given (Spark names it by URI: `file:` and the path with `%`,
+    space and `#` escaped)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -258,7 +314,7 @@ def _csv(spark, paths: list[Path], domain, header: list[str]) -> list[Opened | U
     schema = StructType([StructField(n, StringType()) for n in names] +
                         [StructField(CORRUPT, StringType())])
     frame = (spark.read.schema(schema).option("header", True).option("multiLine", True)
-             .option("escape", '"').option("mode", "PERMISSIVE")
+             .option("escape", '"').option("lineSep", ending).option("mode", "PERMISSIVE")
              .option("columnNameOfCorruptRecord", CORRUPT).csv([literal(p) for p in paths]))
     # '+' is itself in a URI but url_decode reads it as a space
     uri = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
@@ -267,7 +323,11 @@ def _csv(spark, paths: list[Path], domain, header: list[str]) -> list[Opened | U
     known = _known(layout, domain)
 
     def value(name):
-        return F.col(f"`{name}`") if name in names else F.lit(None).cast("string")
+        if name not in names:
+            return F.lit(None).cast("string")
+        if name == names[-1] and ending == "\n":  # a CRLF ending's CR
+            return F.regexp_replace(F.col(f"`{name}`"), r"\r\z", "")
+        return F.col(f"`{name}`")
 
     records = _records(
         frame, source, F.lit(layout), domain, value, lambda name: F.lit(name in names),
@@ -326,6 +386,9 @@ def _parquet(spark, path: Path, domain):
              if pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
     if nanos:  # pandas' default; Spark refuses them unless it reads them as numbers
         spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
+    problem = _header_problem(schema.names)
+    if problem:
+        return Unreadable(path, *problem)
     frame = spark.read.parquet(literal(path))
     names = frame.columns
     layout = _layout(names)
