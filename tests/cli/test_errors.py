@@ -261,6 +261,40 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["streams.csv"]
 
 
+def _grouped(lake: Path) -> None:
+    """The day grouped for every pattern of the registry, as group-day leaves it."""
+    from probcep.lake.tables import STATES
+    from probcep.pipeline.context import RunContext
+    from probcep.pipeline.group_day import state_rows
+
+    patterns = RunContext.open("group-day", lake=lake, registry=REGISTRY).exact
+    GROUPS.replace_day(lake, DAY, _groups_of_the_day(), {"run_id": "night"},
+                       pattern=["room_visit"])
+    STATES.replace_day(lake, DAY, state_rows(pa.table({
+        c: pa.array([], t) for c, t in (("pattern", pa.string()),
+                                         ("pattern_version", pa.string()),
+                                         ("stream_id", pa.string()), ("next_t", pa.int64()),
+                                         ("state", pa.binary()))}), DAY, "night", patterns),
+        {"run_id": "night"})
+
+
+def test_publishing_a_day_never_grouped_is_refused(tmp_path, capsys):
+    """Nothing to publish is not "no alerts": a green step there would hide a night
+    whose grouping never ran (an out-of-order retry)."""
+    lake = tmp_path / "lake"
+    code, out, err = cli(capsys, "publish-alerts", "--date", DAY, "--lake", lake,
+                         "--registry", REGISTRY, "--pattern", "room_visit")
+    assert (code, out) == (2, "")
+    assert one_line(err).startswith(f"probcep publish-alerts: error: {DAY}: not grouped "
+                                    f"for room_visit (version ")
+    assert one_line(err).endswith(f"run `probcep group-day --date {DAY}` first")
+    assert not ALERTS.exists(lake)
+    _grouped(lake)
+    assert cli(capsys, "publish-alerts", "--date", DAY, "--lake", lake, "--registry",
+               REGISTRY, "--pattern", "room_visit")[0] == 0
+    assert ALERTS.read(lake).num_rows == 2
+
+
 def _groups_of_the_day(n: int = 2) -> pa.Table:
     ts = pa.array([dt.datetime(2026, 1, 2, tzinfo=dt.UTC)] * n, UTC_MICROS)
     t = pa.array(range(n), pa.int64())
@@ -285,8 +319,7 @@ def test_a_full_disk_in_a_step_is_one_line_naming_the_table(tmp_path, capsys, mo
     from deltalake.exceptions import DeltaError
 
     lake = tmp_path / "lake"
-    GROUPS.replace_day(lake, DAY, _groups_of_the_day(), {"run_id": "night"},
-                       pattern=["room_visit"])
+    _grouped(lake)
 
     def full(*args, **kwargs):
         raise failure if isinstance(failure, OSError) else DeltaError(failure)

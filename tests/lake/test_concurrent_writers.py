@@ -516,3 +516,31 @@ def test_a_dead_runs_moved_files_are_removed_unless_committed(tmp_path):
     assert sorted(cleared) == sorted(leftovers[:2])
     assert not orphan.exists() and live_orphan.exists() and leftovers[2].exists()
     assert same_rows(BRONZE.read(tmp_path), rows, ignore=())
+
+
+def test_several_days_are_replaced_in_one_commit_and_only_their_slices(tmp_path):
+    """`replace_days`: the days named, of the key values named, in one commit; another
+    day and another pattern of the same days keep their rows."""
+    def on(day, rows):
+        return rows.set_column(rows.schema.get_field_index("batch_date"), "batch_date",
+                               pa.array([day] * rows.num_rows, pa.date32()))
+
+    days = [DAY + dt.timedelta(k) for k in range(3)]
+    for day in days:
+        for pattern in ("room_visit", "door_loop"):
+            GROUPS.replace_day(tmp_path, day, on(day, group_rows(pattern, 0)), {},
+                               pattern=[pattern])
+    before = GROUPS.version(tmp_path)
+    new = pa.concat_tables([on(days[0], group_rows("room_visit", 1)),
+                            on(days[2], group_rows("room_visit", 2))])
+    assert GROUPS.replace_days(tmp_path, [days[2], days[0]], new, {},
+                               pattern=["room_visit"])
+    assert GROUPS.version(tmp_path) == before + 1
+    stored = GROUPS.read(tmp_path)
+    for day, rnd in zip(days, (1, 0, 2)):
+        mine = stored.filter(pc.equal(stored["batch_date"], pa.scalar(day, pa.date32())))
+        assert same_rows(of_pattern(mine, "room_visit"),
+                         on(day, group_rows("room_visit", rnd)), ignore=())
+        assert same_rows(of_pattern(mine, "door_loop"), on(day, group_rows("door_loop", 0)),
+                         ignore=())
+    assert not GROUPS.replace_days(tmp_path, days[::2], new, {}, pattern=["room_visit"])

@@ -148,6 +148,7 @@ def test_a_lookback_of_ages_reads_back_to_the_first_day_of_silver_only(spark, tm
             ["stream_id", "t_start", "t_first"]).reset_index(drop=True)
         stats = ARCHIVE_STATS.read(lake).to_pandas()
         assert set(stats.date) <= {DAY0 + dt.timedelta(k) for k in range(DAYS)}
+        assert ARCHIVE_STATS.version(lake) == 0  # every day's statistics in one commit
     assert len(found[DAYS * STEPS_PER_DAY]) > 5
     assert found["100000000d"].equals(found[DAYS * STEPS_PER_DAY])
 

@@ -22,6 +22,7 @@ import datetime as dt
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,23 +183,40 @@ class Table:
         from run columns. A commit that loses the race to another writer's is redone from
         a fresh read; should the slice's own rows have changed meanwhile (a writer that
         ignored the lock), it stops with ConcurrentWriteError instead."""
+        return self.replace_days(lake, [day], rows, metadata, **keys)
+
+    def replace_days(self, lake, days: Sequence[dt.date], rows: pa.Table, metadata: dict,
+                     **keys: Sequence) -> bool:
+        """`replace_day` for the slices of several days at once (`rows` holds those of
+        each), in one commit, holding each day's slice lock: a cache filled for many days
+        costs one commit, not one a day."""
         from deltalake import write_deltalake
 
-        path, selected = self.path(lake), self.day_filter(day, keys)
+        days = sorted(set(days))
+        path = self.path(lake)
+        if len(days) == 1:
+            selected = self.day_filter(days[0], keys)
+            predicate = self.day_predicate(days[0], keys)
+            what = str(days[0])
+        else:
+            selected = [(self.day_column, "in", days), *((k, "in", list(v))
+                                                         for k, v in keys.items())]
+            predicate = " AND ".join([sql_in(self.day_column, [d.isoformat() for d in days]),
+                                      *(sql_in(k, v) for k, v in keys.items())])
+            what = f"{days[0]}..{days[-1]} ({len(days)} days)"
         seen: list[pa.Table] = []
 
         def attempt() -> bool:
             stored = self.read(lake, selected)
             if seen and not same_rows(stored, seen[-1], ignore=()):
                 raise ConcurrentWriteError(
-                    f"another run is writing {self.name} for {day}: the rows of "
-                    f"{self.day_predicate(day, keys)} changed while this run committed")
+                    f"another run is writing {self.name} for {what}: the rows of "
+                    f"{predicate} changed while this run committed")
             seen.append(stored)
             if same_rows(rows, stored):
                 return False
             if self.exists(lake):
-                write_deltalake(str(path), rows, mode="overwrite",
-                                predicate=self.day_predicate(day, keys),
+                write_deltalake(str(path), rows, mode="overwrite", predicate=predicate,
                                 commit_properties=commit_properties(metadata))
             else:
                 path.mkdir(parents=True, exist_ok=True)
@@ -206,8 +224,11 @@ class Table:
                                 commit_properties=commit_properties(metadata))
             return True
 
-        with self.lock(lake, day, **keys), writing(path):
-            return commit_with_retries(attempt, f"{self.name} for {day}")
+        with ExitStack() as held:
+            for day in days:
+                held.enter_context(self.lock(lake, day, **keys))
+            held.enter_context(writing(path))
+            return commit_with_retries(attempt, f"{self.name} for {what}")
 
     def clear_day(self, lake, day: dt.date, metadata: dict) -> bool:
         """Delete the day's rows (a day that turned out silent), in one commit, holding

@@ -183,6 +183,11 @@ def correlation_rows(rows: list[Correlated], c: RegisteredCorrelation, day: dt.d
     return table.select(CORRELATIONS.schema.names).cast(CORRELATIONS.schema)
 
 
+#: Days of archive statistics stored per commit: a long lookback over an archive fills
+#: its cache in a few commits (one a day took minutes over years of silver).
+STATS_DAYS_PER_COMMIT = 366
+
+
 def archive_stats(ctx: RunContext, c: RegisteredCorrelation, archive: SilverArchive,
                   version: int | None, streams: list[str]) -> ArchiveStats:
     """The statistics of every day the night's ranges touch, computing and storing the
@@ -195,19 +200,24 @@ def archive_stats(ctx: RunContext, c: RegisteredCorrelation, archive: SilverArch
                                    _same_version(stored["silver_version"], version)))
     have = {(r["stream_id"], r["date"]): r["expected_matches"] for r in stored.to_pylist()}
     known_days = {d for _, d in have}
-    for day in days:
-        if day in known_days:
-            continue
-        counts = day_stats(archive, corr, day)
-        n = len(counts)
-        ARCHIVE_STATS.replace_day(ctx.lake, day, pa.table({
+    missing = [day for day in days if day not in known_days]
+    silent = None  # a silent day's count: the same for every day
+    for k in range(0, len(missing), STATS_DAYS_PER_COMMIT):
+        chunk, rows = missing[k:k + STATS_DAYS_PER_COMMIT], []
+        for day in chunk:
+            counts = day_stats(archive, corr, day, silent)
+            silent = counts[SILENT]
+            rows += [(sid, day, v) for sid, v in counts.items()]
+            have.update({(sid, day): v for sid, v in counts.items()})
+        n = len(rows)
+        sids, dates, values = zip(*rows)
+        ARCHIVE_STATS.replace_days(ctx.lake, chunk, pa.table({
             "correlation": [c.name] * n, "correlation_version": [c.version] * n,
-            "stream_id": list(counts), "date": pa.array([day] * n, pa.date32()),
-            "expected_matches": list(counts.values()),
+            "stream_id": list(sids), "date": pa.array(dates, pa.date32()),
+            "expected_matches": list(values),
             "silver_version": pa.array([version] * n, pa.int64()),
             "run_id": [ctx.run_id] * n}).cast(ARCHIVE_STATS.schema),
             {"run_id": ctx.run_id, "correlation": c.name}, correlation=[c.name])
-        have.update({(sid, day): v for sid, v in counts.items()})
     first, last = ctx.clock.day_range(days[0])[0], ctx.clock.day_range(days[-1])[1] - 1
     counts = {}
     for sid in streams:
@@ -218,13 +228,17 @@ def archive_stats(ctx: RunContext, c: RegisteredCorrelation, archive: SilverArch
                         {sid: (first, last) for sid in streams}, offset=first)
 
 
-def day_stats(archive: SilverArchive, corr, day: dt.date) -> dict[str, float]:
+def day_stats(archive: SilverArchive, corr, day: dt.date,
+              silent: float | None = None) -> dict[str, float]:
     """Expected archive matches ending on `day` per stream heard in the window before or
-    on it, and (stream id SILENT) for a stream silent throughout."""
+    on it, and (stream id SILENT) for a stream silent throughout (`silent`, when known:
+    every day has as many timesteps)."""
     lo, end = archive.clock.day_range(day)
     pre = lo - (corr.window - 1)
-    ahead = np.tile(np.asarray(archive.silence, np.float64), (end - pre, 1))
-    out = {SILENT: float(match_ends(corr.dfa, corr.window, ahead)[0][lo - pre:].sum())}
+    if silent is None:
+        ahead = np.tile(np.asarray(archive.silence, np.float64), (end - pre, 1))
+        silent = float(match_ends(corr.dfa, corr.window, ahead)[0][lo - pre:].sum())
+    out = {SILENT: silent}
     for sid in sorted({s for d in archive.days(pre, end - 1) for s in archive._first_of_day(d)}):
         # from `pre` with silence before a stream's first reading: counts more matches
         # than the stream can hold, never fewer, so the bound stays sound

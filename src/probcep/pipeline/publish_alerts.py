@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.errors import ProbcepError
 from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY
 from probcep.pipeline.context import RunContext
-from probcep.pipeline.group_day import day_groups
+from probcep.pipeline.group_day import day_groups, ungrouped
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,11 @@ class AlertChanges:
 def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     """Replace the day's alerts of the run's exact patterns by the day's groups at or
     above their alert threshold; record the changes."""
+    missing = ungrouped(ctx, day)
+    if missing:  # its alerts would be retracted, and the step would look done
+        names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
+        raise ProbcepError(f"{day}: not grouped for {names}: nothing to publish; run "
+                           f"`probcep group-day --date {day}` first")
     patterns = ctx.exact
     names = [p.name for p in patterns]
     alerts = alerts_of(day_groups(ctx, day), patterns)
