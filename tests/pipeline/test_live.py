@@ -360,6 +360,10 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
                 .isin(["inner.csv", "stray.csv", "x.csv"]).any())
     outside = [line for line in said if "not in a day's landing folder" in line]
     assert len(outside) == 1 and "2 file(s)" in outside[0] and "stray.csv" in outside[0]
+    shutil.copy(files[1], day / "sub" / "inner2.csv")  # lists the sub-folder again
+    LiveQuery(ctx, echo=said.append).run(once=True)
+    quarantined = QUARANTINE.read(lake).to_pandas()
+    assert (quarantined["source_file"].map(lambda f: Path(f).name) == "sub").sum() == 1
     (day / os.fsdecode(b"caf\xe9.csv")).write_bytes(files[2].read_bytes())
     with pytest.raises(IngestError, match=r"caf\\xe9.csv' is not UTF-8"):
         LiveQuery(ctx, echo=said.append).run(once=True)

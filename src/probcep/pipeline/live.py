@@ -217,6 +217,7 @@ class LiveQuery:
         meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label}
         data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
         refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
+        data = self.unseen_folders(data)
         if outside:  # no night reads them either: said, not passed over unseen
             shown = ", ".join(str(p) for p in outside[:3]) + (" ..." if len(outside) > 3 else "")
             line = (f"batch {batch_id}: {len(outside)} file(s) not in a day's landing folder "
@@ -363,6 +364,18 @@ class LiveQuery:
                     rows.append(table)
                     alerts.append(alert_rows(table, c))
         return pa.concat_tables(rows), pa.concat_tables(alerts)
+
+    def unseen_folders(self, entries: list[Path]) -> list[Path]:
+        """The entries but sub-folders an earlier micro-batch quarantined already: a file
+        added inside one lists it again, and the night counts it once."""
+        folders = {str(p): _folder_day(p) for p in entries if p.is_dir()}
+        if not folders:
+            return entries
+        seen = QUARANTINE.read(self.ctx.lake, [
+            ("batch_date", "in", sorted(set(folders.values()))),
+            ("source_file", "in", list(folders))], columns=["source_file"])
+        done = set(seen["source_file"].to_pylist())
+        return [p for p in entries if str(p) not in done]
 
     def read(self, files: list[Path]) -> tuple[pa.Table, pa.Table]:
         """The files' readings checked as ingest checks them: (bronze rows, quarantine
