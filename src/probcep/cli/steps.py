@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from probcep.errors import ProbcepError, writing
+from probcep.errors import ProbcepError, ProbcepWarning, writing
 
 
 def _options(p, patterns: bool = True) -> None:
@@ -83,6 +84,19 @@ def register(sub) -> None:
     r.add_argument("--reason", default="", help="why (kept in the commit metadata)")
     _options(r)
     r.set_defaults(handler=rerun)
+    m = sub.add_parser("vacuum", help="remove data files no recent table version needs "
+                                      "(Delta VACUUM; no Spark)",
+                       description="Delete the data files that replaced days left behind "
+                                   "(reruns, nights over live mode's rows) once no version "
+                                   "of the last --retain-hours needs them, in every table of "
+                                   "the lake.")
+    m.add_argument("--retain-hours", type=_hours, default=None,
+                   help="keep what versions this recent need (default 168, Delta's week)")
+    m.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+    m.add_argument("--settings", type=Path,
+                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
+    m.add_argument("--lake", type=Path, help="lake root (default: the settings')")
+    m.set_defaults(handler=vacuum)
     v = sub.add_parser("live", help="match readings as they land (Spark Structured Streaming)",
                        description="Live mode: a streaming query over the landing folder that "
                                    "appends bronze, normalizes complete timesteps, advances "
@@ -188,6 +202,41 @@ def correlate_day(args: argparse.Namespace) -> int:
                   f"({ctx.settings.registry}): nothing to join")
         for report in correlate(ctx, args.date, chosen):
             print(report.line())
+    return 0
+
+
+def _hours(text: str) -> int:
+    try:
+        hours = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of hours") from None
+    if not 0 <= hours <= 10**6:
+        raise argparse.ArgumentTypeError(f"{hours} is not between 0 and 1000000 hours")
+    return hours
+
+
+def vacuum(args: argparse.Namespace) -> int:
+    from probcep.config.settings import load_settings
+    from probcep.lake.vacuum import DEFAULT_RETAIN_HOURS, vacuum_lake
+    from probcep.pipeline.context import new_run_id
+
+    lake = args.lake or load_settings(args.settings).lake_root
+    if not Path(lake).is_dir():
+        raise ProbcepError(f"{lake}: no lake here (not a folder): nothing to vacuum")
+    hours = DEFAULT_RETAIN_HOURS if args.retain_hours is None else args.retain_hours
+    if hours < DEFAULT_RETAIN_HOURS:
+        warnings.warn(f"--retain-hours {hours} is under Delta's week: a reader of a version "
+                      f"older than that (time travel, a step that pinned it and still "
+                      f"runs) will miss its files", ProbcepWarning, stacklevel=1)
+    run_id = new_run_id("vacuum")
+    with writing(lake):
+        done = vacuum_lake(lake, hours, args.dry_run, {"run_id": run_id})
+    for table in done:
+        print(table.line(args.dry_run))
+    files, size = sum(t.files for t in done), sum(t.bytes for t in done)
+    print(f"{lake}: {'would remove' if args.dry_run else 'removed'} {files} files "
+          f"({size / 2**20:.1f} MiB) from {len(done)} tables, keeping what versions of the "
+          f"last {hours} h need")
     return 0
 
 
