@@ -108,6 +108,10 @@ def timetable(dag) -> dict | None:
         return out
     backfill = list(scheduler.iter_dagrun_infos_between(*SAMPLE))
     out["backfill"] = [run_info(i) for i in backfill]
+    out["fortnight"] = [run_info(i) for i in scheduler.iter_dagrun_infos_between(
+        SAMPLE[0], SAMPLE[0] + dt.timedelta(days=14))]
+    if not backfill:  # a weekly DAG has no run on the sample's days
+        return out
     now = "airflow.timetables.interval.utcnow"  # what catchup=False skips to
     with mock.patch(now, return_value=SECOND_NIGHT):
         out["after_first"] = {"at": iso(SECOND_NIGHT), "run": run_info(

@@ -11,9 +11,9 @@ DAG_FILES = sorted(p.name for p in (ROOT / "dags").glob("*.py"))
 
 
 def test_every_dag_file_imports_without_errors(dagbag):
-    assert DAG_FILES == ["probcep_nightly.py", "probcep_rerun.py"]
+    assert DAG_FILES == ["probcep_nightly.py", "probcep_rerun.py", "probcep_vacuum.py"]
     assert dagbag["import_errors"] == {}
-    assert set(dagbag["dags"]) == {"probcep_nightly", "probcep_rerun"}
+    assert set(dagbag["dags"]) == {"probcep_nightly", "probcep_rerun", "probcep_vacuum"}
 
 
 @pytest.mark.parametrize("name", DAG_FILES)
@@ -25,7 +25,7 @@ def test_parsing_imports_no_spark_pandas_gx_delta_or_probcep(dagbag):
     assert dagbag["heavy_imported"] == []
 
 
-@pytest.mark.parametrize("dag_id", ["probcep_nightly", "probcep_rerun"])
+@pytest.mark.parametrize("dag_id", ["probcep_nightly", "probcep_rerun", "probcep_vacuum"])
 def test_every_dag_has_docs_tags_owner_retries_and_timeouts(dagbag, dag_id):
     dag = dagbag["dags"][dag_id]
     assert dag["doc_md"] and dag_id.split("_")[1] in dag["doc_md"].lower()
@@ -35,7 +35,8 @@ def test_every_dag_has_docs_tags_owner_retries_and_timeouts(dagbag, dag_id):
         assert task["owner"] == "probcep", task_id
         assert task["execution_timeout"], task_id
     spark = [t for t in dag["tasks"].values() if t["operator"] == "SparkSubmitOperator"]
-    assert spark and all(t["retries"] >= 1 for t in spark)
+    assert bool(spark) == (dag_id != "probcep_vacuum")  # vacuum needs no Spark
+    assert all(t["retries"] >= 1 for t in spark)
 
 
 def test_spark_tasks_submit_jobs_that_exist_through_spark_default(dagbag):
@@ -99,3 +100,17 @@ def test_rerun_is_triggered_by_hand_with_validated_params(dagbag):
         "rerun": ["alert_runs_before", "check_params"],
         "report_alert_changes": ["alert_runs_before", "rerun"],
     }
+
+
+def test_vacuum_runs_weekly_after_saturdays_night_with_checked_params(dagbag):
+    dag = dagbag["dags"]["probcep_vacuum"]
+    table = dag["timetable"]
+    assert (table["type"], table["summary"]) == ("CronTriggerTimetable", "0 3 * * 0")
+    assert table["catchup"] is False
+    runs = [r["run_after"] for r in table["fortnight"]]  # 2026-01-01 is a Thursday
+    assert runs == ["2026-01-04T03:00:00+00:00", "2026-01-11T03:00:00+00:00"]
+    assert {t: task["upstream"] for t, task in dag["tasks"].items()} == {"vacuum": []}
+    params = dag["params"]
+    assert params["retain_hours"]["type"] == "integer"
+    assert params["retain_hours"]["minimum"] == 0
+    assert params["dry_run"]["type"] == "boolean"

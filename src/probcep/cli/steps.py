@@ -217,7 +217,7 @@ def _hours(text: str) -> int:
 
 def vacuum(args: argparse.Namespace) -> int:
     from probcep.config.settings import load_settings
-    from probcep.lake.vacuum import DEFAULT_RETAIN_HOURS, vacuum_lake
+    from probcep.lake.vacuum import DEFAULT_RETAIN_HOURS, report, vacuum_lake
     from probcep.pipeline.context import new_run_id
 
     lake = args.lake or load_settings(args.settings).lake_root
@@ -231,12 +231,7 @@ def vacuum(args: argparse.Namespace) -> int:
     run_id = new_run_id("vacuum")
     with writing(lake):
         done = vacuum_lake(lake, hours, args.dry_run, {"run_id": run_id})
-    for table in done:
-        print(table.line(args.dry_run))
-    files, size = sum(t.files for t in done), sum(t.bytes for t in done)
-    print(f"{lake}: {'would remove' if args.dry_run else 'removed'} {files} files "
-          f"({size / 2**20:.1f} MiB) from {len(done)} tables, keeping what versions of the "
-          f"last {hours} h need")
+    print("\n".join(report(lake, done, hours, args.dry_run)))
     return 0
 
 

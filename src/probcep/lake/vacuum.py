@@ -63,3 +63,12 @@ def vacuum_lake(lake: Path, retain_hours: int = DEFAULT_RETAIN_HOURS,
                     commit_properties=commit_properties(metadata or {})), table.name)
         done.append(Vacuumed(table.name, len(sizes), sum(sizes.values())))
     return done
+
+
+def report(lake: Path, done: list[Vacuumed], retain_hours: int, dry_run: bool) -> list[str]:
+    """A line per table and the total, as `probcep vacuum` and the vacuum DAG print them."""
+    files, size = sum(t.files for t in done), sum(t.bytes for t in done)
+    return [*(t.line(dry_run) for t in done),
+            f"{lake}: {'would remove' if dry_run else 'removed'} {files} files "
+            f"({size / 2**20:.1f} MiB) from {len(done)} tables, keeping what versions of the "
+            f"last {retain_hours} h need"]

@@ -1,0 +1,69 @@
+"""
+### probcep vacuum
+
+Weekly upkeep of the lake: Delta's VACUUM over every table (`probcep vacuum`,
+`probcep.lake.vacuum`). Every replaced day leaves its old data files behind (a rerun, a
+night replacing what live mode appended, the live state's buckets) and no commit deletes
+them; this removes those that no table version of the last `retain_hours` needs. Files
+the Delta log does not know (a writer's, not yet committed) are never touched, so it is
+safe beside a running night or rerun as long as `retain_hours` is longer than any step
+runs or any reader keeps an older version (the default, 168 hours, is Delta's week).
+
+Runs each Sunday at 03:00 UTC, after Saturday's night has had three hours; no catchup
+(a missed week is made up by the next). Trigger it by hand with the params below
+(`dry_run` lists what would go and removes nothing). One task, **vacuum**, in the
+worker's Python: no Spark. Its log has a line per table and the total; its XCom the
+files and bytes per table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from airflow.sdk import CronTriggerTimetable, Param, dag, task
+
+#: Delta's default `deletedFileRetentionDuration` (`probcep.lake.vacuum`, not imported
+#: here: parsing the DAG must not import probcep).
+DEFAULT_RETAIN_HOURS = 168
+WEEKLY = CronTriggerTimetable("0 3 * * 0", timezone="UTC")
+
+PARAMS = {
+    "retain_hours": Param(DEFAULT_RETAIN_HOURS, type="integer", minimum=0, maximum=10**6,
+                          title="Retention (hours)",
+                          description="keep what table versions this recent need; under "
+                                      "168 a reader of an older version may miss its files"),
+    "dry_run": Param(False, type="boolean", title="Dry run",
+                     description="list what would be removed, remove nothing"),
+}
+
+
+@dag(
+    dag_id="probcep_vacuum",
+    schedule=WEEKLY,
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"owner": "probcep", "retries": 1, "retry_delay": dt.timedelta(minutes=10),
+                  "execution_timeout": dt.timedelta(hours=2)},
+    params=PARAMS,
+    tags=["probcep", "maintenance"],
+    doc_md=__doc__,
+)
+def probcep_vacuum():
+    @task
+    def vacuum(params=None) -> dict:
+        """`probcep vacuum` over the settings' lake; files and bytes removed per table."""
+        from probcep.config.settings import load_settings
+        from probcep.lake.vacuum import report, vacuum_lake
+        from probcep.pipeline.context import new_run_id
+
+        lake = load_settings().lake_root
+        hours, dry_run = int(params["retain_hours"]), bool(params["dry_run"])
+        done = vacuum_lake(lake, hours, dry_run, {"run_id": new_run_id("vacuum")})
+        print("\n".join(report(lake, done, hours, dry_run)))
+        return {t.table: {"files": t.files, "bytes": t.bytes} for t in done}
+
+    vacuum()
+
+
+probcep_vacuum()

@@ -1,0 +1,49 @@
+"""probcep_vacuum's one task vacuums the settings' lake as `probcep vacuum` does."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from probcep.lake.tables import GROUPS
+from tests.lake.test_vacuum import DAY, data_files, groups
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def vacuum_task(tmp_path_factory):
+    """The DAG's `vacuum` task (Airflow configured under a temporary home)."""
+    pytest.importorskip("airflow")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow_home")))
+        spec = importlib.util.spec_from_file_location(
+            "probcep_vacuum_dag", ROOT / "dags" / "probcep_vacuum.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module.probcep_vacuum().get_task("vacuum").python_callable
+
+
+def test_the_task_removes_what_replaced_days_left_and_reports_it(vacuum_task, tmp_path,
+                                                                 monkeypatch, capsys):
+    lake = tmp_path / "lake"
+    for rnd in range(3):
+        GROUPS.replace_day(lake, DAY, groups(rnd), {"run_id": f"r{rnd}"}, pattern=["room_visit"])
+    path = GROUPS.path(lake)
+    before = data_files(path)
+    monkeypatch.setenv("PROBCEP_LAKE_ROOT", str(lake))
+
+    dry = vacuum_task(params={"retain_hours": 0, "dry_run": True})
+    assert data_files(path) == before
+    assert dry["gold/groups"]["files"] == len(before) - 1  # all but the current file
+    assert "gold/groups: would remove" in capsys.readouterr().out
+
+    kept = vacuum_task(params={"retain_hours": 168, "dry_run": False})
+    assert kept["gold/groups"]["files"] == 0 and data_files(path) == before
+
+    done = vacuum_task(params={"retain_hours": 0, "dry_run": False})
+    assert done == dry and len(data_files(path)) == 1
+    assert GROUPS.read(lake).sort_by("t_start").equals(groups(2))
+    assert f"{lake}: removed {len(before) - 1} files" in capsys.readouterr().out
