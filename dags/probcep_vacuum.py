@@ -5,15 +5,16 @@ Weekly upkeep of the lake: Delta's VACUUM over every table (`probcep vacuum`,
 `probcep.lake.vacuum`). Every replaced day leaves its old data files behind (a rerun, a
 night replacing what live mode appended, the live state's buckets) and no commit deletes
 them; this removes those that no table version of the last `retain_hours` needs. Files
-the Delta log does not know (a writer's, not yet committed) are never touched, so it is
-safe beside a running night or rerun as long as `retain_hours` is longer than any step
-runs or any reader keeps an older version (the default, 168 hours, is Delta's week).
+a writer left uncommitted go too once older than the table's retention; a writer's files
+not committed yet are younger and stay, so it is safe beside a running night or rerun as
+long as the retention is longer than any step runs or any reader keeps an older version
+(the default: each table's own, Delta's week unless set).
 
 Runs each Sunday at 03:00 UTC, after Saturday's night has had three hours; no catchup
 (a missed week is made up by the next). Trigger it by hand with the params below
 (`dry_run` lists what would go and removes nothing). One task, **vacuum**, in the
 worker's Python: no Spark. Its log has a line per table and the total; its XCom the
-files and bytes per table.
+number of files and bytes per table. A lake not made yet (no table) fails the task.
 """
 
 from __future__ import annotations
@@ -22,18 +23,17 @@ import datetime as dt
 
 from airflow.sdk import CronTriggerTimetable, Param, dag, task
 
-#: Delta's default `deletedFileRetentionDuration` (`probcep.lake.vacuum`, not imported
-#: here: parsing the DAG must not import probcep).
-DEFAULT_RETAIN_HOURS = 168
 WEEKLY = CronTriggerTimetable("0 3 * * 0", timezone="UTC")
 
 PARAMS = {
-    "retain_hours": Param(DEFAULT_RETAIN_HOURS, type="integer", minimum=0, maximum=10**6,
+    "retain_hours": Param(None, type=["null", "integer"], minimum=0, maximum=10**6,
                           title="Retention (hours)",
-                          description="keep what table versions this recent need; under "
-                                      "168 a reader of an older version may miss its files"),
+                          description="keep what table versions this recent need; empty: "
+                                      "each table's own retention (a week unless set); "
+                                      "under it a reader of an older version may miss "
+                                      "its files"),
     "dry_run": Param(False, type="boolean", title="Dry run",
-                     description="list what would be removed, remove nothing"),
+                     description="count what would be removed, remove nothing"),
 }
 
 
@@ -58,10 +58,10 @@ def probcep_vacuum():
         from probcep.pipeline.context import new_run_id
 
         lake = load_settings().lake_root
-        hours, dry_run = int(params["retain_hours"]), bool(params["dry_run"])
+        hours, dry_run = params["retain_hours"], bool(params["dry_run"])
         done = vacuum_lake(lake, hours, dry_run, {"run_id": new_run_id("vacuum")})
         print("\n".join(report(lake, done, hours, dry_run)))
-        return {t.table: {"files": t.files, "bytes": t.bytes} for t in done}
+        return {t.table: {"files": len(t.files), "bytes": t.bytes} for t in done}
 
     vacuum()
 

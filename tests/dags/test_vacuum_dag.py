@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from probcep.errors import ProbcepWarning
 from probcep.lake.tables import GROUPS
 from tests.lake.test_vacuum import DAY, data_files, groups
 
@@ -35,15 +36,17 @@ def test_the_task_removes_what_replaced_days_left_and_reports_it(vacuum_task, tm
     before = data_files(path)
     monkeypatch.setenv("PROBCEP_LAKE_ROOT", str(lake))
 
-    dry = vacuum_task(params={"retain_hours": 0, "dry_run": True})
+    with pytest.warns(ProbcepWarning, match="a retention of 0 h"):
+        dry = vacuum_task(params={"retain_hours": 0, "dry_run": True})
     assert data_files(path) == before
     assert dry["gold/groups"]["files"] == len(before) - 1  # all but the current file
     assert "gold/groups: would remove" in capsys.readouterr().out
 
-    kept = vacuum_task(params={"retain_hours": 168, "dry_run": False})
+    kept = vacuum_task(params={"retain_hours": None, "dry_run": False})  # the tables' own
     assert kept["gold/groups"]["files"] == 0 and data_files(path) == before
 
-    done = vacuum_task(params={"retain_hours": 0, "dry_run": False})
+    with pytest.warns(ProbcepWarning):
+        done = vacuum_task(params={"retain_hours": 0, "dry_run": False})
     assert done == dry and len(data_files(path)) == 1
     assert GROUPS.read(lake).sort_by("t_start").equals(groups(2))
     assert f"{lake}: removed {len(before) - 1} files" in capsys.readouterr().out

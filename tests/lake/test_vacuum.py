@@ -1,21 +1,26 @@
-"""`probcep vacuum`: the files replaced days left behind go, what any current version
-reads stays, and files the log does not know (a writer's, not yet committed) are never
-touched."""
+"""`probcep vacuum`: the files replaced days left behind go, and so do files no version
+names once older than the table's retention (a removal a checkpoint dropped, a killed
+writer's); what any version of the retention period reads stays, as do a writer's files
+not committed yet and the `_` folders. What is reported is what went."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import time
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable
 
 from probcep.cli import main
-from probcep.lake.tables import GROUPS, UTC_MICROS
-from probcep.lake.vacuum import vacuum_lake
+from probcep.errors import ProbcepWarning
+from probcep.lake.tables import ALERTS, GROUPS, UTC_MICROS
+from probcep.lake.vacuum import _run, retention_hours, vacuum_lake
 
 DAY = dt.date(2026, 1, 5)
+MONTH_AGO = time.time() - 30 * 24 * 3600
 
 
 def groups(rnd: int, n: int = 5) -> pa.Table:
@@ -35,30 +40,159 @@ def data_files(path) -> set[str]:
             if "_delta_log" not in d for f in fs if f.endswith(".parquet")}
 
 
-def test_replaced_files_go_current_and_unknown_files_stay(tmp_path, capsys):
-    lake = tmp_path / "lake"
-    for rnd in range(3):  # the day replaced twice: two rounds of files left behind
-        GROUPS.replace_day(lake, DAY, groups(rnd), {"run_id": f"r{rnd}"}, pattern=["room_visit"])
-    path = GROUPS.path(lake)
-    current = {os.path.normpath(f) for f in DeltaTable(str(path)).file_uris()}
-    current = {os.path.relpath(f.removeprefix("file://"), path) for f in current}
-    before = data_files(path)
-    assert len(before) > len(current)
-    stray = path / "part-uncommitted.parquet"  # a writer's, not committed yet
-    stray.write_bytes(b"PAR1")
-    old = time.time() - 30 * 24 * 3600
-    os.utime(stray, (old, old))
+def current_files(path) -> set[str]:
+    return {os.path.relpath(f.removeprefix("file://"), path)
+            for f in DeltaTable(str(path)).file_uris()}
 
-    kept = vacuum_lake(lake, retain_hours=168)  # replaced just now: all kept
-    assert [(v.table, v.files) for v in kept] == [("gold/groups", 0)]
-    assert main(["vacuum", "--lake", str(lake), "--retain-hours", "0", "--dry-run"]) == 0
-    assert data_files(path) == before | {os.path.relpath(stray, path)}
+
+def replaced(lake, rounds: int = 3):
+    """gold/groups with one day written `rounds` times: rounds - 1 files left behind."""
+    for rnd in range(rounds):
+        GROUPS.replace_day(lake, DAY, groups(rnd), {"run_id": f"r{rnd}"}, pattern=["room_visit"])
+    return GROUPS.path(lake)
+
+
+def removed_long_ago(path, days: int = 8) -> None:
+    """Date every removal in the log `days` ago, and its file's writing before that, as if
+    the rerun that replaced them had run then."""
+    then = int((time.time() - days * 24 * 3600) * 1000)
+    for commit in (path / "_delta_log").glob("*.json"):
+        actions = [json.loads(line) for line in commit.read_text().splitlines()]
+        for a in actions:
+            if "remove" in a:
+                a["remove"]["deletionTimestamp"] = then
+                os.utime(path / a["remove"]["path"], (MONTH_AGO, MONTH_AGO))
+        commit.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+def test_replaced_files_go_current_and_young_unknown_files_stay(tmp_path, capsys):
+    lake = tmp_path / "lake"
+    path = replaced(lake)
+    current, before = current_files(path), data_files(path)
+    assert len(before) == len(current) + 2
+    young = path / "part-uncommitted.parquet"  # a writer's, moved in, not committed yet
+    young.write_bytes(b"PAR1")
+    staged = path / "_staging" / "run" / "part-0.parquet"  # a writer's staging folder
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(b"PAR1")
+    os.utime(staged, (MONTH_AGO, MONTH_AGO))
+
+    kept = vacuum_lake(lake)  # replaced just now: all kept
+    assert [(v.table, v.files) for v in kept] == [("gold/groups", ())]
+    assert main(["vacuum", "--lake", str(lake), "--retain-hours", "0", "--dry-run",
+                 "--list"]) == 0
     out, err = capsys.readouterr()
-    assert f"gold/groups: would remove {len(before - current)} files" in out
-    assert "--retain-hours 0 is under Delta's week" in err
+    assert "gold/groups: would remove 2 files" in out
+    assert all(f"  {path / f}" in out.splitlines() for f in before - current)
+    assert "a retention of 0 h is under the tables' own (168 h" in err
+    assert data_files(path) == before | {young.name, "_staging/run/part-0.parquet"}
 
     assert main(["vacuum", "--lake", str(lake), "--retain-hours", "0"]) == 0
-    assert data_files(path) == current | {os.path.relpath(stray, path)}
-    assert f"gold/groups: removed {len(before - current)} files" in capsys.readouterr().out
+    assert "gold/groups: removed 2 files" in capsys.readouterr().out
+    assert data_files(path) == current | {young.name, "_staging/run/part-0.parquet"}
     assert GROUPS.read(lake).sort_by("t_start").equals(groups(2))  # the table reads whole
-    assert vacuum_lake(lake, retain_hours=0)[0].files == 0  # nothing left to remove
+    with pytest.warns(ProbcepWarning, match="a retention of 0 h"):
+        assert vacuum_lake(lake, retain_hours=0)[0].files == ()  # nothing left to remove
+
+
+def test_files_a_checkpoint_forgot_and_old_orphans_go(tmp_path):
+    """delta-rs drops removals older than the retention from each checkpoint: their files
+    are then in no version, and go by their age, as a killed writer's do."""
+    lake = tmp_path / "lake"
+    path = replaced(lake, rounds=2)
+    forgotten = data_files(path) - current_files(path)
+    removed_long_ago(path)
+    DeltaTable(str(path)).create_checkpoint()
+    assert forgotten and DeltaTable(str(path)).vacuum(dry_run=True) == []  # lite: blind
+    orphan = path / "part-killed-writer.parquet"
+    orphan.write_bytes(b"PAR1")
+    os.utime(orphan, (MONTH_AGO, MONTH_AGO))
+
+    dry = vacuum_lake(lake, dry_run=True)[0]
+    assert set(dry.files) == forgotten | {orphan.name}
+    done = vacuum_lake(lake)[0]
+    assert done == dry
+    assert data_files(path) == current_files(path)
+    assert GROUPS.read(lake).sort_by("t_start").equals(groups(1))
+
+
+def test_a_tables_own_retention_is_kept_and_a_shorter_one_warned(tmp_path, capsys):
+    lake = tmp_path / "lake"
+    path = replaced(lake, rounds=2)
+    removed_long_ago(path, days=8)
+    DeltaTable(str(path)).alter.set_table_properties(
+        {"delta.deletedFileRetentionDuration": "interval 30 days"})
+    assert retention_hours(DeltaTable(str(path))) == 720
+    assert vacuum_lake(lake)[0].files == ()  # removed 8 days ago: within its 30 days
+    assert main(["vacuum", "--lake", str(lake), "--retain-hours", "168"]) == 0
+    out, err = capsys.readouterr()
+    assert "gold/groups: removed 1 files" in out
+    assert "a retention of 168 h is under the tables' own (720 h" in err
+
+
+def test_not_a_lake_a_folder_without_log_and_a_broken_log(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["vacuum", "--lake", str(empty)]) == 2
+    assert "holds none of the lake's tables" in capsys.readouterr().err
+
+    lake = tmp_path / "lake"
+    replaced(lake)
+    ALERTS.path(lake).mkdir(parents=True)  # a table folder whose log is gone
+    (ALERTS.path(lake) / "part-0.parquet").write_bytes(b"PAR1")
+    broken = replaced(tmp_path / "other").parent  # a second gold folder, to break
+    (lake / "gold" / "alert_changes").mkdir()
+    (broken / "groups" / "_delta_log").rename(lake / "gold" / "alert_changes" / "_delta_log")
+    log = sorted((lake / "gold" / "alert_changes" / "_delta_log").glob("*.json"))[-1]
+    log.write_text("garbage\n")
+    assert main(["vacuum", "--lake", str(lake), "--retain-hours", "0"]) == 2
+    out, err = capsys.readouterr()
+    assert "gold/groups: removed 2 files" in out  # the others are vacuumed first
+    assert "gold/alerts: a folder without a Delta log, not a table" in err
+    assert ("1 table(s) not vacuumed: gold/alert_changes (its Delta log cannot be read: "
+            in err)
+    assert len(err.strip().splitlines()) == 3  # the warnings and one error line
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write a read-only folder")
+def test_a_read_only_table_is_refused_before_anything_goes(tmp_path, capsys):
+    lake = tmp_path / "lake"
+    path = replaced(lake)
+    before = data_files(path)
+    path.chmod(0o555)
+    try:
+        assert main(["vacuum", "--lake", str(lake), "--retain-hours", "0"]) == 2
+    finally:
+        path.chmod(0o755)
+    assert "cannot write" in capsys.readouterr().err
+    assert data_files(path) == before
+
+
+def test_a_vacuum_whose_closing_commit_conflicts_reports_what_went(tmp_path):
+    from deltalake.exceptions import CommitFailedError
+
+    (tmp_path / "a.parquet").write_bytes(b"PAR1")
+    (tmp_path / "b.parquet").write_bytes(b"PAR1")
+
+    def deletes_then_conflicts():
+        (tmp_path / "a.parquet").unlink()
+        raise CommitFailedError("a concurrent transaction deleted data this operation read")
+
+    gone, note = _run(deletes_then_conflicts, tmp_path, "gold/groups")
+    assert gone == {"a.parquet"} and "closing commit conflicted" in note
+    assert _run(lambda: ["b.parquet"], tmp_path, "gold/groups") == ({"b.parquet"}, "")
+
+
+def test_a_vacuum_is_not_new_data_for_what_pins_a_version(tmp_path):
+    """Correlations pin silver by its version; a vacuum's commits change no row."""
+    lake = tmp_path / "lake"
+    replaced(lake)
+    written = GROUPS.version(lake)
+    assert GROUPS.data_version(lake) == written
+    with pytest.warns(ProbcepWarning):
+        vacuum_lake(lake, retain_hours=0)
+    assert GROUPS.version(lake) == written + 2  # its start and end
+    assert GROUPS.data_version(lake) == written
+    GROUPS.replace_day(lake, DAY, groups(7), {"run_id": "r7"}, pattern=["room_visit"])
+    assert GROUPS.data_version(lake) == GROUPS.version(lake) == written + 3
+    assert ALERTS.data_version(lake) is None

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from probcep.errors import ProbcepError, ProbcepWarning, writing
+from probcep.errors import ProbcepError, writing
 
 
 def _options(p, patterns: bool = True) -> None:
@@ -87,12 +86,17 @@ def register(sub) -> None:
     m = sub.add_parser("vacuum", help="remove data files no recent table version needs "
                                       "(Delta VACUUM; no Spark)",
                        description="Delete the data files that replaced days left behind "
-                                   "(reruns, nights over live mode's rows) once no version "
-                                   "of the last --retain-hours needs them, in every table of "
-                                   "the lake.")
+                                   "(reruns, nights over live mode's rows), and files writers "
+                                   "left without committing them, once no version of the "
+                                   "retention period needs them, in every table of the "
+                                   "lake.")
     m.add_argument("--retain-hours", type=_hours, default=None,
-                   help="keep what versions this recent need (default 168, Delta's week)")
-    m.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
+                   help="keep what versions this recent need (default: each table's "
+                        "delta.deletedFileRetentionDuration, else 168, Delta's week)")
+    m.add_argument("--dry-run", action="store_true", help="count what would go, remove nothing")
+    m.add_argument("--list", action="store_true",
+                   help="also print the path of every file removed (or, with --dry-run, "
+                        "that would be)")
     m.add_argument("--settings", type=Path,
                    help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
     m.add_argument("--lake", type=Path, help="lake root (default: the settings')")
@@ -217,21 +221,21 @@ def _hours(text: str) -> int:
 
 def vacuum(args: argparse.Namespace) -> int:
     from probcep.config.settings import load_settings
-    from probcep.lake.vacuum import DEFAULT_RETAIN_HOURS, report, vacuum_lake
+    from probcep.lake.vacuum import VacuumError, report, vacuum_lake
     from probcep.pipeline.context import new_run_id
 
     lake = args.lake or load_settings(args.settings).lake_root
     if not Path(lake).is_dir():
         raise ProbcepError(f"{lake}: no lake here (not a folder): nothing to vacuum")
-    hours = DEFAULT_RETAIN_HOURS if args.retain_hours is None else args.retain_hours
-    if hours < DEFAULT_RETAIN_HOURS:
-        warnings.warn(f"--retain-hours {hours} is under Delta's week: a reader of a version "
-                      f"older than that (time travel, a step that pinned it and still "
-                      f"runs) will miss its files", ProbcepWarning, stacklevel=1)
-    run_id = new_run_id("vacuum")
-    with writing(lake):
-        done = vacuum_lake(lake, hours, args.dry_run, {"run_id": run_id})
-    print("\n".join(report(lake, done, hours, args.dry_run)))
+    meta = {"run_id": new_run_id("vacuum")}
+    try:
+        with writing(lake):
+            done = vacuum_lake(lake, args.retain_hours, args.dry_run, meta)
+    except VacuumError as partly:  # what the other tables lost is said before the error
+        print("\n".join(report(lake, partly.done, args.retain_hours, args.dry_run,
+                               args.list)))
+        raise
+    print("\n".join(report(lake, done, args.retain_hours, args.dry_run, args.list)))
     return 0
 
 

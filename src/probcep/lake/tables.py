@@ -39,6 +39,8 @@ UTC_MICROS = pa.timestamp("us", tz="UTC")
 #: backoff before the next attempt: doubling from the first value up to the second,
 #: each wait drawn between its half and itself.
 COMMIT_ATTEMPTS = 12
+#: The commits delta-rs' vacuum adds to a table's log; they change no row.
+VACUUM_OPERATIONS = ("VACUUM START", "VACUUM END")
 BACKOFF_SECONDS = (0.05, 2.0)
 
 
@@ -63,6 +65,26 @@ class Table:
         from deltalake import DeltaTable
 
         return DeltaTable(str(self.path(lake))).version() if self.exists(lake) else None
+
+    def data_version(self, lake) -> int | None:
+        """The newest version whose commit changed the rows: the current one, less the
+        commits a vacuum adds after it (its start and end change no row), so that what
+        pins a table's rows by version does not see a vacuum as new data."""
+        from deltalake import DeltaTable
+
+        if not self.exists(lake):
+            return None
+        table = DeltaTable(str(self.path(lake)))
+        version, limit = table.version(), 8
+        while True:
+            history = table.history(limit)
+            for commit in history:  # newest first
+                if commit.get("operation") not in VACUUM_OPERATIONS:
+                    return int(commit.get("version", version))
+                version = int(commit.get("version", version)) - 1
+            if len(history) < limit:
+                return max(version, 0)
+            limit *= 8
 
     def read(self, lake, filters=None, version: int | None = None,
              columns: Sequence[str] | None = None) -> pa.Table:

@@ -125,7 +125,7 @@ class LakeSilver:
         return SILVER.first_day(self.settings.lake_root, version)
 
     def version(self) -> int | None:
-        return SILVER.version(self.settings.lake_root)
+        return SILVER.data_version(self.settings.lake_root)  # a vacuum is not new silver
 
     def unready(self, day: dt.date) -> str:
         from probcep.pipeline.normalize import unready

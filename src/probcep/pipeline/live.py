@@ -352,7 +352,7 @@ class LiveQuery:
         micro-batch's silver committed). Returns (correlation rows, correlation alerts);
         unlike the night, they are not validated here (the night validates the day's)."""
         ctx = dataclasses.replace(self.ctx, run_id=run_id)  # the rows name the micro-batch
-        version = SILVER.version(ctx.lake)
+        version = SILVER.data_version(ctx.lake)  # a vacuum is not new silver
         rows = [CORRELATIONS.schema.empty_table()]
         alerts = [CORRELATION_ALERTS.schema.empty_table()]
         for c in self.ctx.correlations:
