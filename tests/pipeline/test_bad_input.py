@@ -86,6 +86,11 @@ KINDS = {
                         "s,r1,2026-01-01T23:30:00-05:00,Door,0.5\n", 3, 1, 1,
                         {"outside batch day": 2}),
     "late.csv": (LONG + "s,r1,2025-12-31T23:59:59,Door,0.5\n", 1, 1, 1, {}),
+    "minutes_and_zone.csv": (LONG + "s,r1,2026-01-01T22:30Z,Door,0.5\n"  # ISO 8601,
+                             "s,r1,2026-01-01 21:30+01:00,Door,0.5\n"  # no seconds
+                             "s,r1,2026-01-01T18:30-0500,Door,0.5\n"
+                             "s,r1,2026-01-01T23:30-05:00,Door,0.5\n", 4, 3, 3,
+                             {"outside batch day": 1}),
     "no_date.csv": (LONG + "s,r1,12:00,Door,0.5\ns,r1,2026,Door,0.5\n", 2, 0, 0,
                     {"timestamp has no date": 2}),
     "zeroed_clock.csv": (LONG + good("z") + "s,r1,0000-01-01T00:00:00,Door,0.5\n"

@@ -56,6 +56,9 @@ MAX_SCORE = 1e300
 #: A timestamp starts with a full date: Spark would stamp a bare time (`12:00`) with the
 #: day the job runs, and read `2026` as 2026-01-01T00:00.
 DATE_FIRST = r"^\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}([T ]|$)"
+#: ISO 8601 minutes with a zone (`23:30Z`, `23:30-05:00`): Spark reads a zone only after
+#: the seconds, so `:00` goes in before it.
+NO_SECONDS = r"^(\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2})(\s*(Z|[+-]\d))"
 #: A score's text is a decimal number (or a spelling of infinity or NaN, refused later
 #: with their own reasons): Spark's cast also takes Java's `5d`, `0.5f` and `0x1p-1`.
 DECIMAL = r"^\s*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))\s*$"
@@ -266,7 +269,8 @@ def checked(records, settings: Settings, wide_rows: bool = True):
     domain = settings.domain
     first, stop = F.col("_first"), F.col("_stop")
     clock = settings.clock
-    ts = F.coalesce(F.col("_ts"), F.try_to_timestamp(F.col("ts")))  # typed or text
+    ts = F.coalesce(F.col("_ts"), F.try_to_timestamp(  # typed or text
+        F.regexp_replace("ts", NO_SECONDS, "$1:00$2")))
     t = F.floor((F.unix_micros(ts) - F.lit(clock.epoch_micros)) / F.lit(clock.step_micros))
     score = F.coalesce(F.col("_score"), F.col("score").try_cast("double"))
     long, wide = F.col("layout") == "long", F.col("layout") == "wide"
