@@ -28,7 +28,10 @@ def main() -> None:
     sample = Path(str(files("probcep.demo") / "landing"))
     for day in sorted(p for p in sample.iterdir() if p.is_dir()):
         rows = pd.read_csv(day / "readings.csv", dtype=str)
-        hour = pd.to_datetime(rows["ts"], utc=True).dt.hour // args.hours
+        # the sample's malformed timestamps (for live mode to quarantine) go with the
+        # first piece; a row dropped here would never reach the landing folder
+        stamp = pd.to_datetime(rows["ts"], utc=True, errors="coerce", format="ISO8601")
+        hour = stamp.dt.hour.fillna(0).astype(int) // args.hours
         for piece, part in rows.groupby(hour, sort=True):
             folder = args.landing / day.name
             folder.mkdir(parents=True, exist_ok=True)
