@@ -66,3 +66,27 @@ def test_a_range_without_the_stream_is_refused(tmp_path, capsys):
                  "--to", "20", "-o", str(tmp_path / "s.png")]) == 2
     assert capsys.readouterr().err == ("probcep plot: error: t=10..20 holds no timestep of "
                                        "stream 's' (t=5..6)\n")
+
+
+def test_the_legend_names_only_what_is_drawn(tmp_path):
+    """A file's groups have no alert (only the lake's do) and single overlap no t_first."""
+    import matplotlib.pyplot as plt
+
+    import probcep.cli.figure as figure
+
+    kept = []
+    saved = figure._save
+    figure._save = lambda fig, path: kept.append(fig) or path
+    try:
+        group = {"t_start": 1, "t_first": 2, "t_end": 3, "probability": 0.5}
+        for groups, episodes in (([group], ()), ([{**group, "t_first": None}], [(1, 2)]),
+                                 ([{**group, "alerted": True}], ())):
+            figure.plot_stream(tmp_path / "x.png", np.arange(5), np.full((5, 2), 0.5),
+                               ("a", "b"), groups, episodes=episodes)
+    finally:
+        figure._save = saved
+    labels = [fig.axes[1].get_ylabel() for fig in kept]
+    for fig in kept:
+        plt.close(fig)
+    assert labels == ["groups (P; red tick: t_first)", "groups (P; green: true)",
+                      "groups (P; red edge: alert; red tick: t_first)"]

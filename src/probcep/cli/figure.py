@@ -96,7 +96,11 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
                     color="white" if p < 0.6 else "black")
     bottom.set_yticks([])
     bottom.invert_yaxis()
-    bottom.set_ylabel("groups (P; red: alert)" + ("; green: true" if len(episodes) else ""))
+    drawn = _as_dicts(groups)
+    keys = ["P"] + ["red edge: alert"] * any("alerted" in g for g in drawn) \
+        + ["red tick: t_first"] * any(g.get("t_first") is not None for g in drawn) \
+        + ["green: true"] * bool(len(episodes))
+    bottom.set_ylabel(f"groups ({'; '.join(keys)})")
     bottom.set_xlabel("t")
     if origin:
         bottom.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))

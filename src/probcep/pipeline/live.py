@@ -94,6 +94,12 @@ log = logging.getLogger("probcep.live")
 LISTING = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY")
 
 
+#: A micro-batch's phases, as its line prints their seconds: reading and checking the
+#: files (ingest's checks), bronze's commit, silver, the engine, gold's rows and
+#: commits, correlations, the states (seeding the cache, writing `state/live`).
+PHASES = ("read", "bronze", "silver", "engine", "gold", "correlate", "state")
+
+
 @dataclass(frozen=True)
 class BatchReport:
     """What one micro-batch read and wrote."""
@@ -113,8 +119,7 @@ class BatchReport:
     #: correlation rows and correlation alerts written (None: no correlation registered)
     correlations: int | None = None
     correlation_alerts: int | None = None
-    #: seconds per phase: read (ingest's checks), bronze, silver, engine, gold,
-    #: correlate, state
+    #: seconds per phase (`PHASES`)
     phases: dict = field(default_factory=dict)
     #: the driver process's peak resident memory so far (MiB; it only grows: the batch
     #: that raised it is the one whose line shows the new figure)
@@ -125,7 +130,8 @@ class BatchReport:
             f"complete until {self.complete_until:%Y-%m-%d %H:%M:%S}"
         lag = "" if self.latency_seconds is None else f", latency {self.latency_seconds:.1f} s"
         if self.phases:
-            lag += " (" + ", ".join(f"{k} {v:.1f}" for k, v in self.phases.items()) + " s)"
+            lag += " (" + ", ".join(f"{k} {self.phases[k]:.1f}" for k in PHASES
+                                    if k in self.phases) + " s)"
         correlated = "" if self.correlations is None else \
             f", {self.correlations} correlation rows, {self.correlation_alerts} correlation alerts"
         return (f"batch {self.batch_id}: {self.files} files, {self.rows} readings "
@@ -257,9 +263,9 @@ class LiveQuery:
 
         silver, groups, spans = [], [], {}
         day_end = self.day_end = DayEndStates(lake, ctx.exact, run_id, batch_id)
+        phase("state")  # the first batch seeds the cache from the night's states
         if complete is not None and new > complete:
             for day, lo, hi in _day_pieces(clock, complete, new):
-                phase("gold")
                 rows = self.silver(day, lo, hi)
                 phase("silver")
                 ends_day = hi == clock.day_range(day)[1]
@@ -270,6 +276,7 @@ class LiveQuery:
                 silver.append(rows)
                 groups.append(split_output(out, day, run_id, clock, ctx.exact)[0])
                 spans[day] = (lo, hi - 1)
+                phase("gold")
         silver_rows = pa.concat_tables(silver) if silver else \
             silver_schema(s.silver_domain).empty_table()
         final = pa.concat_tables(groups) if groups else GROUPS.schema.empty_table()
