@@ -30,6 +30,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from approx_streams import (  # noqa: E402
@@ -88,13 +90,20 @@ def _chain(pieces: list[list[tuple[str, int]]], window: int) -> list[tuple[str, 
     return out
 
 
-def sensor_file_kind(path: Path, pattern: str, k: int, window: int) -> Kind:
-    """A sensor kind from a probabilistic stream file: most likely symbol per timestep."""
+def sensor_file_kind(path: Path, pattern: str, k: int, window: int,
+                     silence: str | None = None) -> Kind:
+    """A sensor kind from a probabilistic stream file: most likely symbol per timestep.
+    With `silence` the file is sparse (silver: a silent timestep has no row), and every
+    timestep of a stream between its first and last row that has none holds that
+    symbol."""
     from probcep.cli.stream_files import read_blocks
 
-    domain, blocks = read_blocks(path)
-    seqs = [[(domain[i], block.t0 + t) for t, i in enumerate(block.probs.argmax(axis=1))]
-            for block in blocks]
+    if silence is None:
+        domain, blocks = read_blocks(path)
+        seqs = [[(domain[i], block.t0 + t) for t, i in enumerate(block.probs.argmax(axis=1))]
+                for block in blocks]
+    else:
+        seqs = _sparse_symbols(path, silence)
     if len(seqs) >= 2:
         train, test = seqs[0::2], seqs[1::2]
     else:
@@ -102,6 +111,22 @@ def sensor_file_kind(path: Path, pattern: str, k: int, window: int) -> Kind:
         train, test = [seqs[0][:half]], [seqs[0][half:]]
     return Kind(f"sensor ({path.name})", pattern, k, window, _chain(train, window),
                 _chain(test, window))
+
+
+def _sparse_symbols(path: Path, silence: str) -> list[list[tuple[str, int]]]:
+    """Each stream's most likely symbol per timestep, its gaps filled with `silence`."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    domain = [c for c in frame.columns if c not in ("stream_id", "t", "ts", "date")]
+    seqs = []
+    for _, rows in frame.sort_values(["stream_id", "t"]).groupby("stream_id", sort=True):
+        t = rows["t"].to_numpy()
+        symbols = np.full(t[-1] - t[0] + 1, silence, dtype=object)
+        symbols[t - t[0]] = np.asarray(domain, dtype=object)[
+            rows[domain].to_numpy().argmax(axis=1)]
+        seqs.append(list(zip(symbols.tolist(), range(int(t[0]), int(t[-1]) + 1))))
+    return seqs
 
 
 def _split(events):
@@ -231,11 +256,15 @@ def main(argv=None) -> int:
                         help="window for --sensor-file, in timesteps (default 12)")
     parser.add_argument("--sensor-errors", type=int, default=1,
                         help="max errors for --sensor-file (default 1)")
+    parser.add_argument("--sensor-silence", metavar="SYMBOL",
+                        help="--sensor-file is sparse (silver): a timestep without a row "
+                             "holds SYMBOL (the settings' no_reading_symbol, NoReading)")
     args = parser.parse_args(argv)
     todo = kinds(args.quick, *args.seeds)
     if args.sensor_file:
         todo.append(sensor_file_kind(args.sensor_file, args.sensor_pattern,
-                                      args.sensor_errors, args.sensor_window))
+                                      args.sensor_errors, args.sensor_window,
+                                      args.sensor_silence))
     rows = [row for kind in todo for row in evaluate(kind)]
     print_table(rows)
     print_summary(rows)
