@@ -78,6 +78,13 @@ def test_a_threshold_and_a_sweep(lake, capsys, tmp_path):
     assert (top["found"], top["false_alarms"]) == (0, 1)
     run(lake, capsys, "--sweep", "--plot", str(png))
     assert png.read_bytes()[:4] == b"\x89PNG"
+    png.unlink()  # without --sweep: the threshold's table, the sweep drawn
+    one = json.loads(run(lake, capsys, "--json", "--threshold", "0.3", "--pattern",
+                         "room_visit", "--plot", str(png)))
+    assert one == low and png.read_bytes()[:4] == b"\x89PNG"
+    png.unlink()
+    assert "room_visit: 3 true episodes" in run(lake, capsys, "--plot", str(png))
+    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_bad_episodes_name_the_row(lake, capsys):

@@ -31,7 +31,8 @@ def register(sub) -> None:
     at.add_argument("--sweep", action="store_true",
                     help="every threshold from 0.05 to 0.95 by 0.05")
     p.add_argument("--plot", type=Path, metavar="PNG",
-                   help="with --sweep: draw found and false alarms by threshold")
+                   help="draw found and false alarms over the sweep's thresholds (without "
+                        "--sweep, the sweep is drawn and the threshold scored is marked)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object per pattern and threshold instead")
     p.set_defaults(handler=run)
@@ -73,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
         raise ProbcepError(f"{args.episodes}: names pattern(s) {unknown} that "
                            f"{ctx.settings.registry} does not register as exact patterns "
                            f"(give --pattern NAME to score only some)")
-    if args.plot and not args.sweep:
-        raise ProbcepError("--plot draws a sweep: give --sweep too")
     if args.plot:
         image_format(args.plot)
     if args.threshold is not None and not 0 <= args.threshold <= 1:
@@ -99,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
         warnings.warn(line, ProbcepWarning, stacklevel=1)
     rows, cards = evaluate(episodes, groups, alerts, names, thresholds)
     if args.plot:
-        print(f"wrote {plot_sweep(args.plot, rows)}", file=sys.stderr)
+        swept = rows if args.sweep else evaluate(episodes, groups, alerts, names, SWEEP)[0]
+        marks = {} if args.sweep else {n: args.threshold for n in names} \
+            if args.threshold is not None else {p.name: p.alert_threshold
+                                                 for p in ctx.exact if p.name in names}
+        print(f"wrote {plot_sweep(args.plot, swept, marks)}", file=sys.stderr)
     if args.json:
         for row in rows:
             print(json.dumps(row.as_dict()))

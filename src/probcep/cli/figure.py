@@ -119,9 +119,10 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
     return _save(fig, path)
 
 
-def plot_sweep(path: Path, rows) -> Path:
+def plot_sweep(path: Path, rows, marks: dict | None = None) -> Path:
     """Found and false alarms against the threshold, one pair of lines per pattern
-    (`rows`: `probcep.pipeline.evaluate.Evaluation`s)."""
+    (`rows`: `probcep.pipeline.evaluate.Evaluation`s); `marks`: a threshold per pattern
+    to mark (the one the printed table scored)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -136,6 +137,9 @@ def plot_sweep(path: Path, rows) -> Path:
                 color=line.get_color(), label=f"{name}: false alarms")
         if mine:
             ax.axhline(mine[0].true, color=line.get_color(), linewidth=0.6, alpha=0.5)
+        if (marks or {}).get(name) is not None:
+            ax.axvline(marks[name], color=line.get_color(), linestyle=":", linewidth=1.2,
+                       label=f"{name}: scored at {marks[name]:g}")
     ax.set_xlabel("probability threshold")
     ax.set_ylabel("episodes / groups")
     ax.set_title("found (thin lines: true episodes) and false alarms by threshold")
