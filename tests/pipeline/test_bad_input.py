@@ -271,7 +271,7 @@ def test_the_report_adds_up_over_every_file(night):
     assert report.reasons == total
     assert report.late == 1 and report.duplicates == 1 and report.renormalized == 0
     line = report.line()
-    assert "1 late readings for earlier days" in line
+    assert "1 late readings for earlier days, the earliest at 2025-12-31T23:59:59Z" in line
     assert "warning: 1 readings repeat another exactly and count again under " \
            "aggregation: sum" in line
 

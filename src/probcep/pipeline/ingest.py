@@ -56,6 +56,7 @@ MAX_SCORE = 1e300
 #: A timestamp starts with a full date: Spark would stamp a bare time (`12:00`) with the
 #: day the job runs, and read `2026` as 2026-01-01T00:00.
 DATE_FIRST = r"^\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}([T ]|$)"
+UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: ISO 8601 minutes with a zone (`23:30Z`, `23:30-05:00`): Spark reads a zone only after
 #: the seconds, so `:00` goes in before it.
 NO_SECONDS = r"^(\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}[T ]\d{1,2}:\d{2})(\s*(Z|[+-]\d))"
@@ -96,6 +97,7 @@ class IngestReport:
     silent: str = ""  # why the day has no readings, when it has none
     per_file: tuple[FileCount, ...] = field(default=(), repr=False)
     late: int = 0  # readings dated before the day (see `line`)
+    earliest_late: dt.datetime | None = None  # the earliest of them
     duplicates: int = 0  # readings identical to another of the batch
     renormalized: int = 0  # wide rows divided by their sum (`wide_sum: renormalize`)
     aggregation: str = "sum"
@@ -113,7 +115,9 @@ class IngestReport:
         if self.renormalized:
             notes.append(f"{self.renormalized} wide rows renormalized")
         if self.late:
-            notes.append(f"{self.late} late readings for earlier days (taken when those "
+            since = "" if self.earliest_late is None else \
+                f", the earliest at {self.earliest_late.isoformat().replace('+00:00', 'Z')}"
+            notes.append(f"{self.late} late readings for earlier days{since} (taken when those "
                          f"days are normalized again)")
         if self.duplicates:
             notes.append(f"warning: {self.duplicates} readings repeat another exactly"
@@ -386,24 +390,29 @@ class Taken:
     records, late readings, renormalized records), and per batch day the readings that
     repeat another exactly."""
 
-    per_file: dict[str, tuple[int, int, int, int]]
+    per_file: dict[str, tuple[int, int, int, int, dt.datetime | None]]
     duplicates: dict[dt.date, int]
 
-    def of(self, files) -> tuple[int, int]:
-        """(late readings, renormalized records) of these files."""
-        got = [self.per_file.get(str(f), (0, 0, 0, 0)) for f in files]
-        return sum(g[2] for g in got), sum(g[3] for g in got)
+    def of(self, files) -> tuple[int, int, dt.datetime | None]:
+        """(late readings, renormalized records, the earliest late reading's time) of
+        these files."""
+        got = [self.per_file.get(str(f), (0, 0, 0, 0, None)) for f in files]
+        earliest = min((g[4] for g in got if g[4] is not None), default=None)
+        return sum(g[2] for g in got), sum(g[3] for g in got), earliest
 
 
 def _per_file(good) -> dict[str, tuple[int, int, int, int]]:
     """`Taken.per_file`, in one Spark job."""
     from pyspark.sql import functions as F
 
-    return {r["source_file"]: (r["n"], r["records"], r["late"], r["renorm"])
+    return {r["source_file"]: (r["n"], r["records"], r["late"], r["renorm"],
+                               None if r["since"] is None else
+                               UNIX_EPOCH + dt.timedelta(microseconds=r["since"]))
             for r in good.groupBy("source_file").agg(
                 F.count(F.lit(1)).alias("n"),
                 F.sum(F.col("_lead").cast("long")).alias("records"),
                 F.sum(F.col("late").cast("long")).alias("late"),
+                F.min(F.when(F.col("late"), F.unix_micros("ts"))).alias("since"),
                 F.sum((F.col("_lead") & F.col("renormalized")).cast("long"))
                 .alias("renorm")).collect()}
 
@@ -662,11 +671,12 @@ def _day_report(day: dt.date, files: list[Path], batch: CheckedBatch, taken: Tak
                            {p: u for p, u in batch.unreadable.items() if str(p) in mine},
                            taken.per_file, staged_counts(good_dir, "source_file"),
                            staged_counts(bad_dir, "source_file"))
-    late, renormalized = taken.of(files)
+    late, renormalized, since = taken.of(files)
     report = IngestReport(
         day, len(files), sum(c.records for c in counted), sum(c.bronze for c in counted),
         sum(c.quarantined for c in counted), staged_counts(bad_dir, "reason"),
-        per_file=counted, late=late, duplicates=taken.duplicates.get(day, 0),
+        per_file=counted, late=late, earliest_late=since,
+        duplicates=taken.duplicates.get(day, 0),
         renormalized=renormalized, aggregation=settings.aggregation)
     if report.rows and report.quarantined / report.rows > settings.max_quarantine_fraction:
         raise IngestError(f"{report.line()}: quarantined fraction "
