@@ -202,7 +202,7 @@ class StreamMatcher:
 
     def finish_columns(self) -> GroupColumns:
         """`finish`, returning the final groups as columns."""
-        columns = self._emit(final_before=None)
+        columns = self._emit(final_before=None, finished=True)
         self.runs.n = 0
         return columns
 
@@ -233,8 +233,9 @@ class StreamMatcher:
 
     # --- emitting ------------------------------------------------------------------
 
-    def _emit(self, final_before: int | None) -> GroupColumns:
-        """Emit open groups no future match can join (all of them if None)."""
+    def _emit(self, final_before: int | None, finished: bool = False) -> GroupColumns:
+        """Emit open groups no future match can join (all of them if None: no run is
+        live, or the stream is `finished`)."""
         complete = self.query.policy == "complete"
         key = self.open_i[: self.n_open, FIRST if complete else END]  # ascending
         k = self.n_open if final_before is None else int(np.searchsorted(key, final_before))
@@ -246,7 +247,7 @@ class StreamMatcher:
             keep = (done_i[:, PREV] == NONE) | (done_i[:, PREV] < done_i[:, MAX_START])
             done_i, done_m = done_i[keep], done_m[keep]
         columns = self._columns(done_i, done_m)
-        self._trim(final_before)
+        self._trim(final_before, finished)
         return columns
 
     def _columns(self, done_i: np.ndarray, done_m: np.ndarray) -> GroupColumns:
@@ -277,15 +278,17 @@ class StreamMatcher:
                                     None if first < 0 else first - lo)
             for lo, hi, first in zip(los, his, firsts)])
 
-    def _trim(self, final_before: int | None):
-        """Forget rows that no open group and no live run can reach."""
+    def _trim(self, final_before: int | None, finished: bool = False):
+        """Forget rows that no open group and no live run can reach (nor, at θ = 0 under
+        complete overlap, a later group's shared pass, which starts at its block's
+        anchor however the stream was cut into batches)."""
         if self.next_t is None:
             return
         keep_from = self.next_t if final_before is None else final_before
         if self.n_open:
             keep_from = min(keep_from, int(self.open_i[: self.n_open, START].min()))
         q = self.query
-        if final_before is not None and q.policy == "complete" and q.threshold == 0 and q.window:
+        if not finished and q.policy == "complete" and q.threshold == 0 and q.window:
             # the shared pass of a later group starts at its block's anchor (transducer.py)
             f = min(self.next_t, int(self.open_i[: self.n_open, FIRST].min())
                     if self.n_open else self.next_t)
