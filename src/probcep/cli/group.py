@@ -47,12 +47,15 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    warned = set()  # the streamed path may build the query before the plain path does
+
     def build_query(domain) -> Query:
         query = Query.build(args.pattern, domain, policy=args.policy,
                             threshold=args.threshold, window=args.window, method=args.method)
-        if query.dfa.unfit(query.window):
-            warnings.warn(ProbcepWarning(f"--window: {query.dfa.unfit(query.window)}"),
-                          stacklevel=2)
+        unfit = query.dfa.unfit(query.window)
+        if unfit and unfit not in warned:
+            warned.add(unfit)
+            warnings.warn(ProbcepWarning(f"--window: {unfit}"), stacklevel=2)
         return query
 
     if (args.input.suffix.lower() == ".parquet" and args.resume_from is None
