@@ -48,6 +48,10 @@ def test_dfa_is_minimal_for_the_seed_pattern():
     ("Door Room{999}", 9, "exceeds the limit"),
     ("Door Room{a}", 9, "bad repetition"),
     ("Room*", 0, "empty sequence"),
+    ("Hall | Room*", 7, "empty sequence"),  # the part that lets it match nothing
+    ("Hall Door | (Room)?", 12, "empty sequence"),
+    ("Hall | (Room? | Door)+", 8, "empty sequence"),
+    ("Hall | Door? Room*", 7, "empty sequence"),
     ("[^Door Room Hall x]", 0, "never match"),
     ("[ ]", 0, "empty symbol class"),
     ("[Door . Room]", 6, "only symbol names"),

@@ -27,6 +27,7 @@ from probcep.engine.pattern import (
     Repeat,
     Symbol,
     SymbolClass,
+    empty_at,
     parse,
 )
 from probcep.errors import InputError
@@ -295,7 +296,7 @@ def compile_pattern(pattern: str, domain) -> Dfa:
     start, final = nfa.build(tree)
     delta, accepting = _determinize(nfa, start, final, alphabet.n_classes, pattern)
     if accepting[0]:
-        raise PatternError("pattern matches the empty sequence", pattern, 0)
+        raise PatternError("pattern matches the empty sequence", pattern, empty_at(tree) or 0)
     delta, accepting, dfa_start = _trim_and_minimize(delta, accepting)
     if dfa_start == DEAD:
         raise PatternError("pattern can never match over this domain", pattern, 0)

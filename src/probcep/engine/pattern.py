@@ -11,7 +11,7 @@ while parsing, so that no pattern text can make the automaton construction run a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from probcep.errors import ProbcepError
 
@@ -61,14 +61,21 @@ class SymbolClass:
     negated: bool
 
 
+#: Where a node's text starts, for messages only (never part of a node's identity).
+def _at() -> int:
+    return field(default=0, compare=False)
+
+
 @dataclass(frozen=True)
 class Concat:
     parts: tuple[object, ...]
+    position: int = _at()
 
 
 @dataclass(frozen=True)
 class Alternation:
     options: tuple[object, ...]
+    position: int = _at()
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Repeat:
     item: object
     low: int
     high: int | None
+    position: int = _at()  # of the item's first token (a group's '(')
 
 
 # --- tokenizer ---------------------------------------------------------------------
@@ -165,6 +173,7 @@ class _Parser:
         return tree
 
     def alternation(self):
+        start = self.peek().position if self.peek() else len(self.pattern)
         first, positions, nesting = self.concatenation()
         options = [first]
         while (tok := self.peek()) is not None and tok.kind == "|":
@@ -173,10 +182,11 @@ class _Parser:
             options.append(option)
             positions += more
             nesting = max(nesting, deeper)
-        tree = options[0] if len(options) == 1 else Alternation(tuple(options))
+        tree = options[0] if len(options) == 1 else Alternation(tuple(options), start)
         return tree, positions, nesting
 
     def concatenation(self):
+        start = self.peek().position if self.peek() else len(self.pattern)
         parts, positions, nesting = [], 0, 0
         while (tok := self.peek()) is not None and tok.kind not in ("|", ")"):
             part, more, deeper = self.repetition()
@@ -185,9 +195,10 @@ class _Parser:
             nesting = max(nesting, deeper)
         if not parts:
             self.error("expected a symbol, '.', '[' or '('", self.peek())
-        return (parts[0] if len(parts) == 1 else Concat(tuple(parts))), positions, nesting
+        return (parts[0] if len(parts) == 1 else Concat(tuple(parts), start)), positions, nesting
 
     def repetition(self):
+        start = self.peek().position if self.peek() else len(self.pattern)
         item, positions, nesting = self.atom()
         while (tok := self.peek()) is not None and tok.kind in ("+", "*", "?", "brace"):
             self.take()
@@ -199,7 +210,7 @@ class _Parser:
                 low, high = 0, 1
             else:
                 low, high = self.bounds(tok)
-            item = Repeat(item, low, high)
+            item = Repeat(item, low, high, start)
             nesting += 1
             if nesting > MAX_NESTING:
                 self.error(f"pattern nests too deeply: more than {MAX_NESTING} repetitions "
@@ -275,6 +286,18 @@ class _Parser:
             self.error("empty symbol class", opening)
         self.take()
         return SymbolClass(tuple(members), negated)
+
+
+def empty_at(node) -> int | None:
+    """Where `node` can match the empty sequence: the start of the smallest part that
+    lets it (an optional repetition, or a concatenation of such parts), else None."""
+    if isinstance(node, Alternation):
+        return next((p for p in map(empty_at, node.options) if p is not None), None)
+    if isinstance(node, Concat):
+        return node.position if all(empty_at(p) is not None for p in node.parts) else None
+    if isinstance(node, Repeat):
+        return node.position if node.low == 0 else empty_at(node.item)
+    return None  # a symbol, '.', a class: one timestep each
 
 
 def parse(pattern: str):
