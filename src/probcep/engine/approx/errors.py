@@ -150,6 +150,18 @@ class ErrorAutomaton:
             self._live[vid] = live
         return live
 
+    def vector(self, vid: int) -> bytes:
+        """The cost vector of an id, as bytes (`vector_id` takes them back)."""
+        return self._vectors[vid].tobytes()
+
+    def vector_id(self, vector: bytes) -> int:
+        """The id of a cost vector (bytes of `vector`), interned if new here."""
+        return self._intern(np.frombuffer(vector, dtype=np.int64).copy())
+
+    def basis(self) -> list[bytes]:
+        """Every id's cost vector, in id order."""
+        return [v.tobytes() for v in self._vectors]
+
     def _compute_step(self, vid: int, symbol: int) -> int:
         cost = self._vectors[vid]
         reach = np.minimum((cost[:, None] + self.dist).min(axis=0), self.far)

@@ -26,7 +26,11 @@ at `alpha_min`: a running average while history is short, tracking drift afterwa
 This is the paper's online, low-overhead update of H by reinforcement learning (its
 Section 5): one update per expansion, during the budgeted run too.
 
-A History is tied to the ErrorAutomaton whose vector ids its keys use.
+A History's keys use the vector ids of the ErrorAutomaton it is bound to (`bind`).
+Ids are numbered in the order an automaton first meets each cost vector, so two
+automata of one pattern number them differently; a pickled History keeps the cost
+vector of each id (its basis), and binding it to another automaton renumbers its keys
+by those vectors.
 """
 
 from __future__ import annotations
@@ -61,6 +65,47 @@ class History:
         self._prev_tag: int | None = None
         self._maps: dict[Key, int] = {}
         self._since_refresh = 0
+        self._automaton = None  # whose vector ids the keys use (None: none yet)
+        self._basis: list[bytes] | None = None  # the cost vector of each id, once pickled
+
+    # --- the automaton its keys are of ------------------------------------------------
+
+    def bind(self, automaton) -> None:
+        """Key this history by `automaton`'s vector ids: a history learned with another
+        automaton of the same pattern is renumbered by the cost vectors of its ids."""
+        if automaton is self._automaton:
+            return
+        if self._basis is not None:
+            new = [automaton.vector_id(vector) for vector in self._basis]
+            self._renumber(lambda vid: new[vid])
+        elif self._automaton is not None:
+            old = self._automaton
+            self._renumber(lambda vid: automaton.vector_id(old.vector(vid)))
+        self._automaton, self._basis = automaton, None
+
+    def _renumber(self, to) -> None:
+        def key(k):
+            return (to(k[0]), *k[1:])
+
+        self.visits = {key(k): n for k, n in self.visits.items()}
+        self.value = {key(k): v for k, v in self.value.items()}
+        self.value_visits = {key(k): n for k, n in self.value_visits.items()}
+        self.edges = {key(k): {key(c): n for c, n in succ.items()}
+                      for k, succ in self.edges.items()}
+        self.links = {key(k): set(bs) for k, bs in self.links.items()}
+        self._maps = {key(k): m for k, m in self._maps.items()}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        automaton = state.pop("_automaton")
+        if automaton is not None:  # the ids' vectors go with it, not the automaton
+            state["_basis"] = automaton.basis()
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._automaton = None
+        self.__dict__.setdefault("_basis", None)  # pickled before bases: taken as keyed
 
     # --- match vectors ---------------------------------------------------------------
 

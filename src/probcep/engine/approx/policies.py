@@ -101,6 +101,7 @@ class HistoryPolicy:
         self._matcher = None
 
     def tick(self, n_candidates, matcher) -> None:
+        self.history.bind(matcher.ea)  # its keys are ids of the matcher's automaton
         if self.learn_online:
             fresh = matcher is not self._matcher
             self._matcher = matcher

@@ -1,0 +1,70 @@
+"""A History learned with one ErrorAutomaton keeps its meaning with another of the same
+pattern: vector ids are numbered in the order an automaton meets the cost vectors, so
+the pipeline's executors (a fresh automaton per stream) and each night's learner (a
+fresh one per night) number them differently from the automaton that learned."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+from probcep.engine.approx import (
+    Budget,
+    ErrorAutomaton,
+    History,
+    HistoryPolicy,
+    make_policy,
+    run_stream,
+)
+
+DOMAIN = ("Hallway", "Door", "Room", "NoReading")
+PATTERN = "Door Room Door"
+
+
+def _events(rng: random.Random, n: int) -> list[str]:
+    return [rng.choice(["Hallway"] * 4 + ["Door", "Room"]) for _ in range(n)]
+
+
+def test_a_history_means_the_same_to_a_fresh_automaton():
+    rng = random.Random(5)
+    train, test = _events(rng, 600), _events(rng, 600)
+    learner = ErrorAutomaton.build(PATTERN, 1, DOMAIN)
+    history = History(12)
+    run_stream(learner, 12, train, list(range(600)), policy=HistoryPolicy(history))
+    history.refresh_maps()
+    saved = pickle.dumps(history)
+
+    def matched(automaton):
+        result = run_stream(automaton, 12, test, list(range(600, 1200)), budget=Budget(0.5),
+                            policy=make_policy("history", history=pickle.loads(saved)))
+        return sorted((m.start_tag, m.match_point, m.errors, m.count) for m in result.matches)
+
+    fresh = ErrorAutomaton.build(PATTERN, 1, DOMAIN)
+    fresh.step(fresh.start, fresh.index["Room"])  # meets the vectors in another order
+    assert fresh.basis() != learner.basis()[:len(fresh.basis())]
+    assert matched(fresh) == matched(learner)
+
+
+def test_learning_on_goes_on_in_the_new_automatons_ids():
+    """A night's learner takes the previous night's history with an automaton of its
+    own: what it adds lands under the same vectors as what was there."""
+    rng = random.Random(7)
+    first, second = _events(rng, 300), _events(rng, 300)
+    one = History(12)
+    a = ErrorAutomaton.build(PATTERN, 1, DOMAIN)
+    run_stream(a, 12, first + second, list(range(600)), policy=HistoryPolicy(one))
+
+    two = History(12)
+    run_stream(ErrorAutomaton.build(PATTERN, 1, DOMAIN), 12, first, list(range(300)),
+               policy=HistoryPolicy(two))
+    two = pickle.loads(pickle.dumps(two))
+    b = ErrorAutomaton.build(PATTERN, 1, DOMAIN)
+    b.step(b.start, b.index["Room"])
+    run_stream(b, 12, second, list(range(300, 600)), policy=HistoryPolicy(two))
+
+    def by_vector(h, automaton):
+        return {(automaton.vector(k[0]), *k[1:]): n for k, n in h.visits.items()}
+
+    assert by_vector(two, b) == by_vector(one, a)
+    assert {(b.vector(k[0]), k[1]): v for k, v in two.value.items()} == \
+        {(a.vector(k[0]), k[1]): v for k, v in one.value.items()}
