@@ -102,3 +102,14 @@ def test_bad_pattern_and_too_many_matches(tmp_path, capsys):
     assert main(["approx", "--pattern", "a ( b | c ) d b", "--max-errors", "2",
                  "--window", "5", "--max-matches", "5", str(path)]) == 2
     assert "more than 5 matches" in capsys.readouterr().err
+
+
+def test_an_automaton_too_large_to_match_approximately_is_refused(tmp_path, capsys):
+    """8,192 states pass the exact limit but not the approximate one: refused at once,
+    not a distance table of 512 MiB built for minutes."""
+    path = tmp_path / "one.csv"
+    path.write_text("stream_id,tag,symbol\ns,1,a\n")
+    assert main(["approx", "--pattern", "(a|b)* a (a|b){12}", "--max-errors", "1",
+                 "--window", "5", str(path)]) == 2
+    assert "8,192 states, more than the limit of 2,048 (MAX_APPROX_STATES" in \
+        capsys.readouterr().err

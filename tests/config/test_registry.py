@@ -52,6 +52,12 @@ def test_version_follows_the_definition(tmp_path):
     ("    pattern: 'Door Room{2,} Door'\n    policy: single\n    window: 3\n",
      "line 8: entry 'bad': the window of 3 is shorter than the shortest match of "
      "'Door Room{2,} Door' (4 timesteps): it can never match"),
+    ("    pattern: 'Door Room Room Room Door'\n    max_errors: 1\n    window: 3\n",
+     "line 8: entry 'bad': the window of 3 is shorter than the fewest events a match of "
+     "'Door Room Room Room Door' needs with at most 1 inserted (4)"),
+    ("    pattern: '(Door | Room)* Door (Door | Room){12}'\n    max_errors: 1\n"
+     "    window: 30\n", "too complex for approximate matching: its automaton has 8,192 "
+                        "states, more than the limit of 2,048 (MAX_APPROX_STATES"),
 ])
 def test_bad_entries_name_entry_and_problem(tmp_path, entry, message):
     path = write(tmp_path, "patterns:\n  good:\n    pattern: Door\n    policy: single\n"

@@ -18,7 +18,7 @@ import yaml
 
 from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine import PatternError, Query
-from probcep.engine.approx.errors import MAX_ERRORS
+from probcep.engine.approx.errors import MAX_ERRORS, check_approx_size
 from probcep.engine.approx.matcher import MAX_BUDGET
 from probcep.engine.grouping import POLICIES
 from probcep.engine.pattern import tokenize
@@ -172,9 +172,14 @@ def _parse_approx(name, entry, domain, where) -> RegisteredApprox:
     try:
         from probcep.engine import compile_pattern
 
-        compile_pattern(entry["pattern"], domain)
+        check_approx_size(dfa := compile_pattern(entry["pattern"], domain))
     except PatternError as exc:
         raise RegistryError(f"{where('pattern')}: bad pattern: {exc}") from exc
+    if isinstance(window, int) and isinstance(k, int) and dfa.min_length() - k > window:
+        raise RegistryError(  # the pipeline's tags are consecutive timesteps
+            f"{where('window')}: the window of {window} is shorter than the fewest events "
+            f"a match of {entry['pattern']!r} needs with at most {k} inserted "
+            f"({dfa.min_length() - k}): its matches would never come")
     pattern = " ".join(tok.text for tok in tokenize(entry["pattern"]))
     definition = {"pattern": pattern, "domain": list(domain), "max_errors": k,
                   "window": window, "budget": budget}

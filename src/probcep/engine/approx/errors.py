@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from probcep.engine.automaton import DEAD, Dfa, compile_pattern
-from probcep.engine.pattern import Symbol, parse
+from probcep.engine.pattern import PatternError, Symbol, parse
 
 #: Vector id meaning "no extension of this prefix is within k errors".
 NO_VECTOR = -1
@@ -50,6 +50,20 @@ def default_domain(pattern: str, observed) -> tuple[str, ...]:
 #: The most insertions a match may need: distances are int64 sums of a few of them
 #: (k + 1 stands for "more than k"), which 2^63 would overflow.
 MAX_ERRORS = 2 ** 60
+#: The most automaton states approximate matching takes: it keeps the insertion distance
+#: between every two states (32 MiB at this size, found by a search from each state), and
+#: a cost vector per state for every prefix; exact matching takes up to MAX_DFA_STATES.
+MAX_APPROX_STATES = 2048
+
+
+def check_approx_size(dfa: Dfa) -> None:
+    """PatternError when the pattern's automaton is too large to match approximately."""
+    if dfa.n_states > MAX_APPROX_STATES:
+        raise PatternError(
+            f"pattern too complex for approximate matching: its automaton has "
+            f"{dfa.n_states:,} states, more than the limit of {MAX_APPROX_STATES:,} "
+            f"(MAX_APPROX_STATES; the insertion distances between every two states would "
+            f"take {dfa.n_states ** 2 * 8 / 2 ** 20:,.0f} MiB)", dfa.pattern, 0)
 
 
 def insertion_distances(dfa: Dfa, cap: int) -> np.ndarray:
@@ -89,6 +103,7 @@ class ErrorAutomaton:
     def __init__(self, dfa: Dfa, k: int):
         if not 0 <= k <= MAX_ERRORS:
             raise ValueError(f"max errors must be in 0..{MAX_ERRORS}, got {k}")
+        check_approx_size(dfa)
         self.dfa = dfa
         self.k = k
         self.far = k + 1
