@@ -106,3 +106,18 @@ def test_need_is_the_shortest_completion(case, k):
                 if w != NO_VECTOR:
                     need[v] = min(need[v], 1 + need[w])
     assert {v: ea.need(v) for v in seen} == need
+
+
+def test_a_budget_grants_what_its_decimals_say():
+    """Ten events of 0.1 make one unit, as written (as doubles they add up to
+    0.9999999999999999, and the tenth event got nothing)."""
+    from probcep.engine.approx import Budget
+
+    for per_event, units in ((0.1, [0] * 9 + [1] + [0] * 9 + [1]), (0.3, [0, 0, 0, 1, 0, 0, 1])):
+        budget = Budget(per_event)
+        granted = []
+        for _ in units:
+            got = budget.grant()
+            granted.append(got)
+            budget.spend(got)
+        assert granted == units

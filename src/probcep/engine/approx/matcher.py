@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from probcep.engine.approx.bundles import Bundle, BundleTracker
 from probcep.engine.approx.errors import NO_VECTOR, ErrorAutomaton
@@ -107,11 +108,14 @@ class Budget:
             raise ValueError(f"budget needs per_event in 0..{MAX_BUDGET:g} and burst in "
                              f"1..{MAX_BUDGET:g}, got {per_event!r}, {burst!r}")
         self.per_event = per_event
-        self.cap = max(1.0, per_event * burst)
-        self.credit = 0.0
+        # credit is counted exactly, in the decimals the budget was written with: ten
+        # events of 0.1 grant one unit (added as doubles they make 0.9999999999999999)
+        self._grant = Fraction(repr(float(per_event)))
+        self.cap = max(Fraction(1), self._grant * Fraction(repr(float(burst))))
+        self.credit = Fraction(0)
 
     def grant(self) -> int:
-        self.credit = min(self.credit + self.per_event, self.cap)
+        self.credit = min(self.credit + self._grant, self.cap)
         return int(self.credit)
 
     def spend(self, units: int) -> None:
