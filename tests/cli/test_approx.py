@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -113,3 +114,21 @@ def test_an_automaton_too_large_to_match_approximately_is_refused(tmp_path, caps
                  "--window", "5", str(path)]) == 2
     assert "8,192 states, more than the limit of 2,048 (MAX_APPROX_STATES" in \
         capsys.readouterr().err
+
+
+@pytest.mark.parametrize("policy", ["history", "random"])
+def test_under_a_budget_a_stream_is_matched_as_if_alone(tmp_path, capsys, policy):
+    """Streams never mix: each starts from the trained history and the seed (what a stream
+    before it learned or drew would otherwise change its matches)."""
+    rng = np.random.default_rng(3)
+    events = [(sid, t, rng.choice(list("abc"))) for sid in ("A", "B") for t in range(300)]
+    both, alone = tmp_path / "ab.csv", tmp_path / "b.csv"
+    pd.DataFrame(events, columns=["stream_id", "tag", "symbol"]).to_csv(both, index=False)
+    pd.DataFrame([e for e in events if e[0] == "B"],
+                 columns=["stream_id", "tag", "symbol"]).to_csv(alone, index=False)
+    lines = {}
+    for path in (both, alone):
+        assert main(["approx", "--pattern", "a b+ c", "--max-errors", "1", "--window", "6",
+                     "--budget", "1", "--policy", policy, str(path)]) == 0
+        lines[path] = [x for x in capsys.readouterr().out.splitlines() if '"B"' in x]
+    assert lines[both] == lines[alone] and lines[alone]

@@ -116,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
         observed = {s for g in [*streams.values(), *training.values()] for s in g["symbol"]}
         domain = default_domain(args.pattern, observed)
     ea = ErrorAutomaton.build(args.pattern, args.max_errors, domain)
-    policy = None
     if args.budget is not None:
         history = History(args.window)
         if training:
@@ -128,10 +127,13 @@ def run(args: argparse.Namespace) -> int:
                 except InputError as exc:  # named like INPUT's
                     raise InputError(f"{args.train}: {exc}") from exc
             history.refresh_maps()
-        policy = make_policy(args.policy, history=history, seed=args.seed)
     found, n_matches = [], 0
     for sid, g in streams.items():
         budget = Budget(args.budget, args.burst) if args.budget is not None else None
+        # each stream from the trained history and the seed, as the pipeline's streams:
+        # what one stream learns or draws never reaches another
+        policy = None if budget is None else make_policy(
+            args.policy, history=history.copy(), seed=args.seed)
         symbols, tags = list(g["symbol"]), [int(t) for t in g["tag"]]
         try:
             result = run_stream(ea, args.window, symbols, tags, budget=budget, policy=policy,
