@@ -132,3 +132,36 @@ def test_under_a_budget_a_stream_is_matched_as_if_alone(tmp_path, capsys, policy
                      "--budget", "1", "--policy", policy, str(path)]) == 0
         lines[path] = [x for x in capsys.readouterr().out.splitlines() if '"B"' in x]
     assert lines[both] == lines[alone] and lines[alone]
+
+
+@pytest.mark.parametrize("name, text, extra, message", [
+    ("list.jsonl", '{"stream_id": "s", "tag": 1, "symbol": ["a"]}\n', [],
+     "line 1: symbol ['a'] is not text"),
+    ("bool.jsonl", '{"stream_id": true, "tag": 1, "symbol": "a"}\n', [],
+     "line 1: stream_id true is not text or a number"),
+    ("space.csv", "stream_id,tag,symbol\ns,1, a\ns,2,b\n", [],
+     "line 2: symbol ' a' is not a symbol name"),
+    ("big.jsonl", '{"stream_id": "s", "tag": 1, "symbol": "a"}\n\n'
+                  '{"stream_id": "s", "tag": 99999999999999999999, "symbol": "a"}\n', [],
+     "line 3: tag 99999999999999999999 is outside the 64-bit integer range"),
+    ("empty.csv", "", [], "the file is empty (not even a header): no events"),
+    ("header.csv", "stream_id,tag,symbol\n", [],
+     "holds no events, and the pattern names no symbol: give --domain"),
+    ("ok.csv", "stream_id,tag,symbol\ns,1,a\n", ["--domain", ""],
+     "--domain: name 1 '' is not a symbol name"),
+    ("ok.csv", "stream_id,tag,symbol\ns,1,a\n", ["--domain", "a,,b"],
+     "--domain: name 2 '' is not a symbol name"),
+    ("ok.csv", "stream_id,tag,symbol\ns,1,a\n", ["--domain", "a,1x"],
+     "--domain: name 2 '1x' is not a symbol name"),
+    ("ok.csv", "stream_id,tag,symbol\ns,1,a\n", ["--domain", "a,b,a"],
+     "--domain: a named more than once"),
+])
+def test_what_no_symbol_or_stream_can_be_is_refused(tmp_path, capsys, name, text, extra,
+                                                    message):
+    """Values that would become their Python text, names no pattern can write, an empty
+    file and a bad --domain: one line naming the file, line or option."""
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["approx", "--pattern", ".", "--max-errors", "0", "--window", "3", *extra,
+                 str(path)]) == 2
+    assert message in capsys.readouterr().err

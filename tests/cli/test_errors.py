@@ -698,7 +698,7 @@ BIG = 2 ** 53 + 1  # the first integer a double cannot hold
     ("t.jsonl", f'{{"stream_id":"A","t":1.0,"a":1,"b":0}}\n{{"stream_id":"B","t":{BIG},'
                 f'"a":1,"b":0}}\n', f"stream 'B': t={float(BIG - 1)} cannot be read exactly"),
     ("under.jsonl", '{"stream_id":"s","t":-9223372036854775809,"a":1,"b":0}\n',
-     "t=-9223372036854775809 is outside the 64-bit integer range"),
+     "line 1: t -9223372036854775809 is outside the 64-bit integer range"),
     # pandas ends a field at a NUL byte: `n\0A` and `n\0B` would be one stream `n`
     ("nul.csv", "stream_id,t,a,b\nn\0A,1,1,0\nn\0B,2,0,1\n",
      "line 2: a NUL byte, which CSV text cannot hold"),

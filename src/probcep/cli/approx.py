@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -75,8 +76,14 @@ def register(sub) -> None:
     p.set_defaults(handler=run)
 
 
+#: What a symbol is (docs/semantics.md §2): a name a pattern can write.
+SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def read_events(path: Path) -> dict[str, pd.DataFrame]:
     """One frame (tag, symbol) per stream, in tag order (ties keep file order)."""
+    if path.is_file() and path.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty (not even a header): no events")
     frame = read_table(path, text=("stream_id", "symbol", "tag"))  # tags as written
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
@@ -88,6 +95,16 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
     for col in ("stream_id", "symbol"):
         if frame[col].isna().any():
             refuse(frame[col].isna(), lambda row, col=col: f"{col} is missing")
+        # a JSON true, list or object, or a Parquet list, would become its Python text
+        odd = frame[col].astype(object).map(lambda v, col=col: not isinstance(v, str) and not (
+            col == "stream_id" and isinstance(v, (int, np.integer))
+            and not isinstance(v, (bool, np.bool_))))
+        if odd.any():
+            refuse(odd, lambda row, col=col: f"{col} {frame[col].iloc[row]!r} is not text")
+    names = frame["symbol"].astype(object).map(lambda v: SYMBOL.fullmatch(v) is not None)
+    if not names.all():
+        refuse(~names, lambda row: f"symbol {frame['symbol'].iloc[row]!r} is not a symbol "
+                                   f"name (letters, digits and _, not starting with a digit)")
     tags = pd.to_numeric(no_bools(frame["tag"]), errors="coerce")
     written = frame["tag"]
     bad = tags.isna() | (tags != tags.round())
@@ -110,11 +127,14 @@ def run(args: argparse.Namespace) -> int:
     _check_options(args)
     streams = read_events(args.input)
     training = read_events(args.train) if args.train else {}
-    if args.domain:
-        domain = tuple(s.strip() for s in args.domain.split(",") if s.strip())
+    if args.domain is not None:
+        domain = parse_domain(args.domain)
     else:
         observed = {s for g in [*streams.values(), *training.values()] for s in g["symbol"]}
         domain = default_domain(args.pattern, observed)
+        if not domain:  # `.` over a file of no events
+            raise InputError(f"{args.input}: holds no events, and the pattern names no "
+                             f"symbol: give --domain")
     ea = ErrorAutomaton.build(args.pattern, args.max_errors, domain)
     if args.budget is not None:
         history = History(args.window)
@@ -156,6 +176,19 @@ def run(args: argparse.Namespace) -> int:
                               "seconds": round(s.seconds, 6)}), file=sys.stderr)
     write_matches(found, args.output)
     return 0
+
+
+def parse_domain(text: str) -> tuple[str, ...]:
+    """`--domain a,b,c`: symbol names, each once."""
+    names = tuple(n.strip() for n in text.split(","))
+    for i, name in enumerate(names, 1):
+        if not SYMBOL.fullmatch(name):
+            raise InputError(f"--domain: name {i} {name!r} is not a symbol name (letters, "
+                             f"digits and _, not starting with a digit)")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"--domain: {', '.join(twice)} named more than once")
+    return names
 
 
 def _check_options(args: argparse.Namespace) -> None:

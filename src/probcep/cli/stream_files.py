@@ -177,13 +177,17 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
         records = [None]
     if not all(type(r) is dict for r in records):
         _refuse_bad_line(path, lines, decode)
-    for record in records:  # pandas would hold them as doubles, -2^63 - 1 as -2^63
-        for key, value in record.items():
+    for i, record in enumerate(records):  # pandas would hold them as doubles, -2^63 - 1
+        for key, value in record.items():  # as -2^63
             if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
-                raise InputError(f"{path}: {key}={value} is outside the 64-bit integer "
-                                 f"range")
+                raise InputError(f"{path}: {record_place(path, i)}: {key} {value} is "
+                                 f"outside the 64-bit integer range")
     frame = pd.DataFrame(records)
     if "stream_id" in frame and pd.api.types.infer_dtype(frame["stream_id"]) != "string":
+        for i, record in enumerate(records):  # true, a list or an object: not an id
+            if isinstance(record.get("stream_id"), bool | list | dict):
+                raise InputError(f"{path}: {record_place(path, i)}: stream_id "
+                                 f"{json.dumps(record['stream_id'])} is not text or a number")
         frame["stream_id"] = [_text(r.get("stream_id")) for r in records]  # 7 stays "7"
     return frame
 
