@@ -33,7 +33,7 @@ from probcep.engine.overlap import (
     add_single,
 )
 from probcep.engine.runs import RunTracker
-from probcep.engine.transducer import COVER_BLOCK, Transducer
+from probcep.engine.transducer import COVER_BLOCK, EMPTY, Transducer
 from probcep.errors import InputError, ProbcepError
 
 POLICIES = ("single", "complete")
@@ -41,6 +41,10 @@ METHODS = ("transducer", "naive")
 STATE_FORMAT = "probcep-stream-state/1"
 #: Rows handed to the compiled loops at a time: bounds the event buffers, not results.
 CHUNK_ROWS = 1 << 14
+#: A single-overlap group open this many timesteps has its P(g) pass carried on instead
+#: of its rows kept (younger groups' passes run once, batched, when they close: the
+#: same steps, so the same bits).
+CARRY_AFTER = CHUNK_ROWS
 #: The longest window (35,000 years of seconds): window arithmetic on 64-bit times, and
 #: the shared pass's blocks of `COVER_BLOCK` windows, must not overflow.
 MAX_WINDOW = 2 ** 40
@@ -139,6 +143,11 @@ class StreamMatcher:
         self.open_m = np.zeros(16)
         self.n_open = 0
         self.last_end = NONE  # latest end time of an M_θ match
+        #: Single overlap: each open group's P(g) pass, carried on to the group's end, by
+        #: its t_start: (next t, composite ids, values, accepted mass). Its rows need not be
+        #: kept, so a group that goes on and on costs no memory for its span.
+        self.passes: dict[int, tuple[int, np.ndarray, np.ndarray, float]] = {}
+        self._carried = query.policy == "single" and query.method == "transducer"
 
     # --- feeding -------------------------------------------------------------------
 
@@ -247,8 +256,27 @@ class StreamMatcher:
             keep = (done_i[:, PREV] == NONE) | (done_i[:, PREV] < done_i[:, MAX_START])
             done_i, done_m = done_i[keep], done_m[keep]
         columns = self._columns(done_i, done_m)
+        if self._carried:
+            self._carry_passes()
         self._trim(final_before, finished)
         return columns
+
+    def _carry_passes(self) -> None:
+        """Carry the pass of each open single-overlap group older than CARRY_AFTER on to
+        the group's end (from where it stopped, or from the group's start); the passes of
+        groups that merged into an earlier one or were emitted go."""
+        carried = {}
+        old = self.next_t - CARRY_AFTER
+        for start, end in self.open_i[: self.n_open, [START, END]].tolist():
+            if start > old and start not in self.passes:
+                continue  # young: its rows are kept
+            t, ids, vals, accepted = self.passes.get(start) or (
+                start, np.array([EMPTY], np.int64), np.ones(1), 0.0)
+            if t <= end:
+                ids, vals, accepted = self.transducer.advance_pass(
+                    self.rows, t - self.rows_t0, end + 1 - self.rows_t0, ids, vals, accepted)
+            carried[start] = (end + 1, ids, vals, accepted)
+        self.passes = carried
 
     def _columns(self, done_i: np.ndarray, done_m: np.ndarray) -> GroupColumns:
         probs = np.zeros(0)
@@ -266,6 +294,19 @@ class StreamMatcher:
         his = done[:, END] - self.rows_t0 + 1
         firsts = np.where(done[:, FIRST] == NONE, -1, done[:, FIRST] - self.rows_t0)
         q = self.query
+        carried = np.flatnonzero(np.isin(done[:, START], list(self.passes))) \
+            if self.passes else ()
+        if len(carried):  # groups open before: their passes carry on to their ends
+            out = np.zeros(len(done))
+            fresh = np.setdiff1d(np.arange(len(done)), carried)
+            if len(fresh):
+                out[fresh] = self.transducer.accept_probabilities(
+                    self.rows, los[fresh], his[fresh], firsts[fresh])
+            for i in carried.tolist():
+                t, ids, vals, accepted = self.passes[int(done[i, START])]
+                out[i] = self.transducer.advance_pass(self.rows, t - self.rows_t0, his[i],
+                                                      ids, vals, accepted)[2]
+            return out
         if q.method == "transducer" and q.policy == "complete" and q.threshold == 0:
             shared = self.transducer.cover_probabilities(
                 self.rows, self.rows_t0, done[:, START], done[:, END], done[:, FIRST])
@@ -285,8 +326,10 @@ class StreamMatcher:
         if self.next_t is None:
             return
         keep_from = self.next_t if final_before is None else final_before
-        if self.n_open:
-            keep_from = min(keep_from, int(self.open_i[: self.n_open, START].min()))
+        if self.n_open:  # a carried pass needs the rows from its group's end on
+            reach = [self.passes[s][0] if s in self.passes else s
+                     for s in self.open_i[: self.n_open, START].tolist()]
+            keep_from = min(keep_from, int(min(reach)))
         q = self.query
         if not finished and q.policy == "complete" and q.threshold == 0 and q.window:
             # the shared pass of a later group starts at its block's anchor (transducer.py)
@@ -303,9 +346,14 @@ class StreamMatcher:
 
     def to_bytes(self) -> bytes:
         """The open part of the computation, as bytes (a NumPy .npz archive)."""
+        keys = self.transducer.keys  # a pass's composites by what they are, not by id
+        passes = [[start, t, [list(map(list, keys[c])) for c in ids.tolist()], vals.tolist(),
+                   accepted] for start, (t, ids, vals, accepted) in self.passes.items()]
         header = {"format": STATE_FORMAT, "query": self.query.describe(),
                   "next_t": self.next_t, "rows_t0": self.rows_t0,
                   "last_end": self.last_end}
+        if passes:
+            header["passes"] = passes  # floats as JSON writes them: repr, so exact
         buf = io.BytesIO()
         np.savez(buf, header=np.array(json.dumps(header)), rows=self.rows,
                  open_i=self.open_i[: self.n_open], open_m=self.open_m[: self.n_open],
@@ -331,5 +379,9 @@ class StreamMatcher:
             m.open_i = np.resize(arrays["open_i"], (max(16, m.n_open), 6))
             m.open_m = np.resize(arrays["open_m"], max(16, m.n_open))
             m.runs.load_arrays({k: arrays[k] for k in ("run_q", "run_s", "run_c", "run_m")})
+        for start, t, keys, vals, accepted in header.get("passes", ()):
+            ids = [m.transducer.intern(tuple(tuple(run) for run in key)) for key in keys]
+            m.passes[start] = (t, np.array(ids, np.int64), np.array(vals, np.float64),
+                               accepted)
         return m
 

@@ -345,7 +345,9 @@ class Transducer:
     def n_states(self) -> int:
         return len(self.keys)
 
-    def _intern(self, key: tuple) -> int:
+    def intern(self, key: tuple) -> int:
+        """The id of the composite `key` (its runs as (DFA state, length) pairs), made if
+        new: ids follow the order composites are met, so a saved vector keeps keys."""
         cid = self.ids.get(key)
         if cid is None:
             cid = len(self.keys)
@@ -377,7 +379,7 @@ class Transducer:
                 continue
             if q2 not in live or length2 < live[q2]:
                 live[q2] = length2
-        return self._intern(tuple(sorted(live.items())))
+        return self.intern(tuple(sorted(live.items())))
 
     def build(self, cid: int, mode: int):
         key = self.keys[cid]
@@ -408,6 +410,35 @@ class Transducer:
                     if self.table[cid, 0, mode] == UNKNOWN:
                         self.build(int(cid), mode)
         return out
+
+    def advance_pass(self, rows: np.ndarray, lo: int, hi: int, ids: np.ndarray,
+                     vals: np.ndarray, accepted: float):
+        """Carry a mode-T pass on over rows[lo:hi]: (ids, vals) is its vector and
+        `accepted` its accepted mass before row lo (a fresh pass: [EMPTY], [1.0], 0.0);
+        returns them after row hi - 1. The steps are `accept_probabilities`' own, so a
+        pass carried on piece by piece gives its bits."""
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+        los, his = np.array([lo], np.int64), np.array([hi], np.int64)
+        firsts, out = np.array([-1], np.int64), np.zeros(1)
+        nvec = len(ids)
+        buf_ids = np.zeros(max(self.n_states, nvec), np.int64)
+        buf_vals = np.zeros(len(buf_ids))
+        buf_ids[:nvec], buf_vals[:nvec] = ids, vals
+        g, r = 0, lo
+        while True:
+            size = self.n_states
+            if len(buf_ids) < size:
+                buf_ids, buf_vals = np.resize(buf_ids, size), np.resize(buf_vals, size)
+            out_ids, out_vals = np.empty(size, np.int64), np.empty(size)
+            mark = np.full(len(self.table), -1, np.int64)
+            g, r, nvec, accepted = _forward(self.table, rows, los, his, firsts, out, g, r,
+                                            buf_ids, buf_vals, nvec, accepted, out_ids,
+                                            out_vals, mark)
+            if g == 1:
+                return buf_ids[:nvec].copy(), buf_vals[:nvec].copy(), accepted
+            for cid in buf_ids[:nvec]:  # build what the vector needs at row r, then resume
+                if self.table[cid, 0, MODE_T] == UNKNOWN:
+                    self.build(int(cid), MODE_T)
 
     def accept_sparse(self, t: np.ndarray, rows: np.ndarray, silence, los, his) -> np.ndarray:
         """For each range [los[g], his[g]] of timesteps, the probability that a world over
