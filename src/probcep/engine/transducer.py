@@ -389,27 +389,10 @@ class Transducer:
     def accept_probabilities(self, rows: np.ndarray, los, his, firsts) -> np.ndarray:
         """For each group g, the probability that a world over rows[los[g]:his[g]] is
         accepted; firsts[g] is the row of t_first for complete overlap, else -1."""
-        rows = np.ascontiguousarray(rows, dtype=np.float64)
         los, his, firsts = (np.ascontiguousarray(a, dtype=np.int64) for a in (los, his, firsts))
-        out = np.zeros(len(los))
-        g, r, nvec, accepted = 0, (int(los[0]) if len(los) else 0), 1, 0.0
-        ids, vals = np.zeros(self.n_states, np.int64), np.zeros(self.n_states)
-        ids[0], vals[0] = EMPTY, 1.0
-        while g < len(los):
-            size = self.n_states
-            if len(ids) < size:
-                ids, vals = np.resize(ids, size), np.resize(vals, size)
-            out_ids, out_vals = np.empty(size, np.int64), np.empty(size)
-            mark = np.full(len(self.table), -1, np.int64)
-            g, r, nvec, accepted = _forward(self.table, rows, los, his, firsts, out, g, r,
-                                            ids, vals, nvec, accepted, out_ids, out_vals, mark)
-            if g < len(los):  # build what the vector needs at row r, then resume
-                first = firsts[g]
-                mode = MODE_T if first < 0 or r == first else (MODE_A if r < first else MODE_B)
-                for cid in ids[:nvec]:
-                    if self.table[cid, 0, mode] == UNKNOWN:
-                        self.build(int(cid), mode)
-        return out
+        start = int(los[0]) if len(los) else 0
+        return self._forward_passes(rows, los, his, firsts, start, np.array([EMPTY]),
+                                    np.ones(1), 0.0)[0]
 
     def advance_pass(self, rows: np.ndarray, lo: int, hi: int, ids: np.ndarray,
                      vals: np.ndarray, accepted: float):
@@ -417,15 +400,21 @@ class Transducer:
         `accepted` its accepted mass before row lo (a fresh pass: [EMPTY], [1.0], 0.0);
         returns them after row hi - 1. The steps are `accept_probabilities`' own, so a
         pass carried on piece by piece gives its bits."""
+        return self._forward_passes(rows, np.array([lo], np.int64), np.array([hi], np.int64),
+                                    np.array([-1], np.int64), lo, ids, vals, accepted)[1:]
+
+    def _forward_passes(self, rows, los, his, firsts, r, ids, vals, accepted):
+        """`_forward` over the groups, the first resumed at row r with the vector (ids,
+        vals) and `accepted`, building what the table lacks as it goes; (each group's
+        accepted mass, and the last group's vector and accepted mass at its end)."""
         rows = np.ascontiguousarray(rows, dtype=np.float64)
-        los, his = np.array([lo], np.int64), np.array([hi], np.int64)
-        firsts, out = np.array([-1], np.int64), np.zeros(1)
+        out = np.zeros(len(los))
         nvec = len(ids)
         buf_ids = np.zeros(max(self.n_states, nvec), np.int64)
         buf_vals = np.zeros(len(buf_ids))
         buf_ids[:nvec], buf_vals[:nvec] = ids, vals
-        g, r = 0, lo
-        while True:
+        g = 0
+        while g < len(los):
             size = self.n_states
             if len(buf_ids) < size:
                 buf_ids, buf_vals = np.resize(buf_ids, size), np.resize(buf_vals, size)
@@ -434,11 +423,13 @@ class Transducer:
             g, r, nvec, accepted = _forward(self.table, rows, los, his, firsts, out, g, r,
                                             buf_ids, buf_vals, nvec, accepted, out_ids,
                                             out_vals, mark)
-            if g == 1:
-                return buf_ids[:nvec].copy(), buf_vals[:nvec].copy(), accepted
-            for cid in buf_ids[:nvec]:  # build what the vector needs at row r, then resume
-                if self.table[cid, 0, MODE_T] == UNKNOWN:
-                    self.build(int(cid), MODE_T)
+            if g < len(los):  # build what the vector needs at row r, then resume
+                first = firsts[g]
+                mode = MODE_T if first < 0 or r == first else (MODE_A if r < first else MODE_B)
+                for cid in buf_ids[:nvec]:
+                    if self.table[cid, 0, mode] == UNKNOWN:
+                        self.build(int(cid), mode)
+        return out, buf_ids[:nvec].copy(), buf_vals[:nvec].copy(), accepted
 
     def accept_sparse(self, t: np.ndarray, rows: np.ndarray, silence, los, his) -> np.ndarray:
         """For each range [los[g], his[g]] of timesteps, the probability that a world over
