@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -37,3 +38,13 @@ def dagbag(tmp_path_factory) -> dict:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(out.read_text())
+
+
+def dag_module(tmp_path_factory, name: str):
+    """dags/<name>.py as a module, Airflow configured under a temporary home."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow_home")))
+        spec = importlib.util.spec_from_file_location(f"{name}_dag", DAGS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module

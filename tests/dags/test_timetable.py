@@ -10,11 +10,12 @@ functions of the DAG file, loaded here on a temporary AIRFLOW_HOME.
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from tests.dags.conftest import dag_module
 
 ROOT = Path(__file__).resolve().parents[2]
 DAYS = ("2026-01-01", "2026-01-02", "2026-01-03")
@@ -34,13 +35,7 @@ def timetable(dagbag) -> dict:
 def nightly(tmp_path_factory):
     """dags/probcep_nightly.py as a module (Airflow configured under a temporary home)."""
     pytest.importorskip("airflow.providers.apache.spark")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow_home")))
-        spec = importlib.util.spec_from_file_location(
-            "probcep_nightly_dag", ROOT / "dags" / "probcep_nightly.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
+    return dag_module(tmp_path_factory, "probcep_nightly")
 
 
 def test_the_nightly_dag_has_a_daily_utc_data_interval_timetable(timetable):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from probcep.errors import ProbcepWarning
 from probcep.lake.tables import GROUPS
+from tests.dags.conftest import dag_module
 from tests.lake.test_vacuum import DAY, data_files, groups
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,12 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def vacuum_task(tmp_path_factory):
     """The DAG's `vacuum` task (Airflow configured under a temporary home)."""
     pytest.importorskip("airflow")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow_home")))
-        spec = importlib.util.spec_from_file_location(
-            "probcep_vacuum_dag", ROOT / "dags" / "probcep_vacuum.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    module = dag_module(tmp_path_factory, "probcep_vacuum")
     return module.probcep_vacuum().get_task("vacuum").python_callable
 
 
