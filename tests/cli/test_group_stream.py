@@ -155,3 +155,25 @@ def test_full_disk_is_one_error_line(tmp_path, capsys):
                  "--window", "4", "-o", "/dev/full"]) == 2
     err = capsys.readouterr().err
     assert err == "probcep group: error: no space left on device writing /dev/full\n"
+
+
+def test_groups_wait_unformatted_until_the_reader_is_done(tmp_path):
+    """The formatter takes nothing from the engine while the reader still reads (two
+    threads on two cores, the engine's not shared): groups that came before an abandon
+    are never formatted."""
+    import queue
+    import threading
+
+    groups, valid = queue.Queue(), threading.Event()
+    formatter = group_stream._Formatter(groups, valid, tmp_path / "out.jsonl")
+    items = formatter._after_reading()
+    groups.put(("s0", "columns"))
+    groups.put(group_stream._ABANDON)
+    with pytest.raises(group_stream._Abandon):
+        next(items)
+    items = formatter._after_reading()
+    groups.put(("s0", "first"))
+    valid.set()
+    groups.put(("s1", "second"))
+    groups.put(group_stream._END)
+    assert list(items) == [("s0", "first"), ("s1", "second"), group_stream._END]

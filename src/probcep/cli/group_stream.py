@@ -190,9 +190,11 @@ def _layout(codes, times, cols, rows, cuts, tolerance):
 
 
 class _Formatter(threading.Thread):
-    """Formats each stream's groups as they come and writes the lines once the reader
-    has found the whole file valid (before that, nothing is opened, and the lines wait
-    in memory). The engine emits each stream's groups in the output's order, (t_start,
+    """Formats each stream's groups and writes the lines once the reader has found the
+    whole file valid (before that, nothing is opened). Until then the groups wait in
+    memory unformatted: the reader and the engine have the two cores to themselves, and
+    the engine, the one stage the command's time hangs on, is not slowed by a third
+    thread; the formatter takes the reader's core when it is done. The engine emits each stream's groups in the output's order, (t_start,
     t_first), which is checked part by part: a stream that breaks it before any of its
     lines is written is sorted and formatted again when it ends (each line depends on
     its row only); after, it is a bug (RuntimeError)."""
@@ -217,10 +219,7 @@ class _Formatter(threading.Thread):
 
     def _ordered(self):
         pending, sid, parts, last, in_order, mark = [], None, [], None, True, 0
-        while True:
-            item = self.groups.get()
-            if item is _ABANDON:
-                raise _Abandon
+        for item in self._after_reading():
             if item is _END or item[0] != sid:
                 if not in_order:
                     pending.extend(_sorted_lines(sid, parts))
@@ -243,6 +242,21 @@ class _Formatter(threading.Thread):
             if self.valid.is_set() and pending:
                 yield from pending
                 pending, mark = [], -1  # this stream's lines are being written
+
+    def _after_reading(self):
+        """The engine's items, held back until the reader is done (`valid`; the engine
+        ends after the reader, so `_END` comes after it too)."""
+        held = []
+        while True:
+            item = self.groups.get()
+            if item is _ABANDON:
+                raise _Abandon
+            held.append(item)
+            if self.valid.is_set():
+                yield from held
+                held.clear()
+                if item is _END:
+                    return
 
 
 def _follows(cols, last) -> tuple[bool, tuple[int, int]]:
