@@ -4,7 +4,8 @@ Reading (Arrow decodes a batch of rows; one compiled pass checks it and lays it 
 the engine's rows), the engine and formatting the lines each run in a thread of their
 own, and each does its heavy part in Arrow or in compiled code that releases the GIL:
 on two cores the command then takes little more than the engine's own time, where one
-stage after the other took about three times as long (docs/performance.md §1).
+stage after the other took about three times as long (docs/performance.md §1). The
+formatter waits for the reader to finish, so that two threads share the two cores.
 
 This is a fast path, not a second implementation of the checks: the lines are held in
 memory until the whole file is read, and anything it does not expect (rows out of
