@@ -178,6 +178,27 @@ def test_t_beyond_int64_is_refused_not_wrapped(tmp_path, capsys):
     assert "t=" in err and "outside the 64-bit integer range" in err
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize("shift", [-(2 ** 62) - 3, -(2 ** 62), -(2 ** 63)])
+def test_times_at_or_below_the_engines_none_are_refused(tmp_path, capsys, shift, suffix):
+    """-2^62 is the engine's "none" (no t_first, no earlier end): a stream reaching it
+    would be grouped wrongly (t_first printed null, a single-overlap P(g)), so it is
+    refused, naming the file and the stream; one step above it is grouped as anywhere."""
+    path = tmp_path / f"low{suffix}"
+    write = (lambda f: f.to_csv(path, index=False)) if suffix == ".csv" else (
+        lambda f: f.to_parquet(path, index=False))
+    write(FIG1.assign(t=FIG1.t.astype(np.int64) - 1 + shift))
+    code, rows, err = group(capsys, path, *options("complete", 0, None))
+    assert code == 2 and rows == []
+    assert f"{path}: stream 's1': t={shift} is below the smallest timestep" in err
+    low = -(2 ** 62) + 1
+    write(FIG1.assign(t=FIG1.t.astype(np.int64) - 1 + low))
+    code, rows, err = group(capsys, path, *options("complete", 0, None))
+    assert code == 0
+    assert [(r["t_start"] - low + 1, r["t_first"] - low + 1, r["t_end"] - low + 1)
+            for r in rows] == [(1, 3, 6), (1, 4, 6)]
+
+
 @pytest.mark.parametrize("pattern,message,position", [
     ("a b+ x", "unknown symbol 'x' (domain: a, b, c)", 5),
     ("a (b | c", "missing ')'", 2),
