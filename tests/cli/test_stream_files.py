@@ -285,6 +285,28 @@ def test_binary_stream_ids_read_as_the_text_a_csv_gives(tmp_path):
     assert refusal(path) == "row 2: stream_id is not UTF-8 text"
 
 
+@pytest.mark.parametrize("statistics", [True, False])
+@pytest.mark.parametrize("ids", [[b"a", b"b\xff", b"c"], [b"\xff", b"a", b"b"]])
+def test_string_columns_that_are_not_utf8_are_refused_not_a_traceback(tmp_path, capsys,
+                                                                       ids, statistics):
+    """Parquet writers need not check a string column's bytes; `probcep group` (its fast
+    path, the Arrow reader and the pandas way) and `probcep approx` name the row."""
+    text = pa.array(ids, pa.binary()).view(pa.string())
+    row = next(i for i, v in enumerate(ids) if b"\xff" in v) + 1
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"stream_id": text, "t": [1, 1, 1], "a": [1.0] * 3,
+                             "b": [0.0] * 3}), path, write_statistics=statistics)
+    assert main(["group", "--pattern", "a", "--policy", "single", str(path)]) == 2
+    assert capsys.readouterr().err == (f"probcep group: error: {path}: row {row}: stream_id "
+                                       f"is not UTF-8 text\n")
+    pq.write_table(pa.table({"stream_id": text, "tag": [1, 2, 3], "symbol": ["a"] * 3}), path,
+                   write_statistics=statistics)
+    assert main(["approx", "--pattern", "a", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 2
+    assert capsys.readouterr().err == (f"probcep approx: error: {path}: row {row}: stream_id "
+                                       f"is not UTF-8 text\n")
+
+
 def test_binary_symbols_of_approx_read_as_text(tmp_path, capsys):
     path = tmp_path / "e.parquet"
     pq.write_table(pa.table({"stream_id": pa.array([b"NA"] * 3, pa.large_binary()),

@@ -133,10 +133,28 @@ def _read_parquet(path: Path) -> pd.DataFrame:
            and (pa.types.is_string(schema.field(n).type)
                 or pa.types.is_large_string(schema.field(n).type))]
     table = pq.read_table(path, read_dictionary=ids).drop_columns(_row_labels(schema))
+    try:  # Parquet writers need not check that text is UTF-8, nor does Arrow's reader
+        table.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        for i, field in enumerate(table.schema):
+            if _text_type(field.type):
+                column = table.column(i)
+                column = column.cast(field.type.value_type) if pa.types.is_dictionary(
+                    field.type) else column
+                _utf8(column.cast(pa.large_binary()), field.name, path)
+        raise InputError(f"{path}: not a readable Parquet table ({exc})") from exc
     for i, field in enumerate(table.schema):
         if pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type):
             table = table.set_column(i, field.name, _utf8(table.column(i), field.name, path))
     return table.to_pandas(ignore_metadata=True)
+
+
+def _text_type(kind) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
 
 
 def _row_labels(schema) -> list[str]:
@@ -501,7 +519,11 @@ def _no_empty_ids(meta, column: int) -> bool:
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         stats = group.column(column).statistics
-        if group.num_rows and (stats is None or not stats.has_min_max or stats.min == ""):
+        try:
+            if group.num_rows and (stats is None or not stats.has_min_max
+                                   or stats.min == ""):
+                return False
+        except UnicodeDecodeError:  # not UTF-8: the pandas way says where
             return False
     return True
 
@@ -525,7 +547,10 @@ def _parquet_blocks(path: Path):
     chunks = ids.chunks
     codes = (np.concatenate([c.indices.to_numpy().astype(np.int64) for c in chunks])
              if chunks else np.zeros(0, np.int64))
-    uniques = chunks[0].dictionary.to_pylist() if chunks else []
+    try:
+        uniques = chunks[0].dictionary.to_pylist() if chunks else []
+    except UnicodeDecodeError:
+        return None  # an id that is not UTF-8: the pandas way says where
     names, codes = _ranked(uniques, codes)
     times = table["t"].to_numpy().astype(np.int64, copy=False)
     values = np.empty((len(table), len(domain)))
