@@ -177,3 +177,34 @@ def test_groups_wait_unformatted_until_the_reader_is_done(tmp_path):
     groups.put(("s1", "second"))
     groups.put(group_stream._END)
     assert list(items) == [("s0", "first"), ("s1", "second"), group_stream._END]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_an_engine_limit_on_a_later_stream_prints_nothing_and_names_the_stream(
+        tmp_path, capsys, monkeypatch, suffix):
+    """Standard output gets no line before the engine is done (on the fast path too: the
+    reader finds the file valid long before the engine reaches the stream that fails)."""
+    from probcep.engine import runs
+
+    monkeypatch.setattr(runs, "MAX_RUNS", 1 << 12)
+    rows = [dict(stream_id="a1", t=t, a=float(t % 2 == 0), b=float(t % 2)) for t in range(10)]
+    rows += [dict(stream_id="b2", t=t, a=0.5, b=0.5) for t in range(40)]
+    path = tmp_path / f"in{suffix}"
+    frame = pd.DataFrame(rows)
+    frame.to_parquet(path, index=False) if suffix == ".parquet" else frame.to_csv(path, index=False)
+    assert main(["group", str(path), "--pattern", "a (a|b)+ b", "--policy", "single",
+                 "--threshold", "1e-300"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"probcep group: error: {path}: stream 'b2': ")
+    assert "partial matches alive at t=" in err and len(err.splitlines()) == 1
+
+
+def test_the_naive_methods_limit_names_the_stream(tmp_path, capsys):
+    path = tmp_path / "in.csv"
+    pd.DataFrame({"stream_id": "s", "t": range(30), "a": 0.5, "b": 0.5}).to_csv(path,
+                                                                             index=False)
+    assert main(["group", str(path), "--pattern", "a+", "--policy", "single",
+                 "--method", "naive"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"probcep group: error: {path}: stream 's': naive method needs ")

@@ -14,7 +14,7 @@ import numpy as np
 from probcep.cli.destinations import replacing
 from probcep.cli.group_stream import run_streamed
 from probcep.cli.output import sorted_groups, write_groups
-from probcep.cli.stream_files import read_blocks
+from probcep.cli.stream_files import read_blocks, where
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.transducer import Transducer
 from probcep.errors import InputError, ProbcepError, ProbcepWarning, writing
@@ -73,20 +73,19 @@ def run(args: argparse.Namespace) -> int:
         # each stream is one block: when it ends here, its matcher is finished at once and
         # dropped (a file of many short streams would otherwise hold one matcher each)
         matcher = matchers.pop(block.stream_id, None) or StreamMatcher(query, transducer)
-        try:
+        with where(args.input, block.stream_id):
             found = [matcher.feed_columns(block.t0, block.probs)]
-        except InputError as exc:
-            raise InputError(f"{args.input}: stream {block.stream_id!r}: {exc}") from exc
-        if ending:
-            found.append(matcher.finish_columns())
-        else:
+            if ending:
+                found.append(matcher.finish_columns())
+        if not ending:
             matchers[block.stream_id] = matcher
         found = [g for g in found if len(g)]
         if found:
             parts[block.stream_id] = found
     if ending:  # streams of the resumed state that this batch did not continue
         for sid, matcher in matchers.items():
-            parts[sid] = [matcher.finish_columns()]
+            with where(args.input, sid):
+                parts[sid] = [matcher.finish_columns()]
     if args.save_state is None:
         write_groups(sorted_groups(parts), args.output)
         return 0

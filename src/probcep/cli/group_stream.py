@@ -13,8 +13,9 @@ memory until the whole file is read, and anything it does not expect (rows out o
 does not sum to 1, a null, an error raised by the engine) abandons it. `run_streamed`
 then returns False and the caller takes the plain path, which reads the file again and
 reports what is wrong exactly as before; nothing has been written. (Once the file is
-found valid the lines are being written; an engine error after that, which no valid
-file without saved state is known to cause, is raised as the plain path words it.)
+found valid, lines for `-o FILE` are being written to a temporary file; an engine error
+after that, such as a run limit on a later stream, is raised as the plain path words
+it, and FILE stays as it was. Standard output gets nothing before the engine is done.)
 """
 
 from __future__ import annotations
@@ -29,10 +30,15 @@ from numba import njit
 
 from probcep.cli.lines import Arena
 from probcep.cli.output import group_lines, sorted_groups, write_text
-from probcep.cli.stream_files import KEY_COLUMNS, SUM_TOLERANCE, plain_parquet_domain
+from probcep.cli.stream_files import (
+    KEY_COLUMNS,
+    SUM_TOLERANCE,
+    plain_parquet_domain,
+    where,
+)
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError, ProbcepError
+from probcep.errors import ProbcepError
 
 #: Rows decoded and handed on at a time: small enough that the engine starts early and
 #: the last batch's lines are formatted soon after it ends, large enough that per-batch
@@ -100,14 +106,14 @@ def _match(query: Query, batches: queue.Queue, groups: queue.Queue, path: Path) 
         name, t0, rows = item
         if name != sid:
             if matcher is not None:
-                groups.put((sid, matcher.finish_columns()))
+                with where(path, sid):  # as the plain path words it
+                    groups.put((sid, matcher.finish_columns()))
             sid, matcher = name, StreamMatcher(query, transducer)
-        try:
+        with where(path, sid):
             groups.put((sid, matcher.feed_columns(t0, rows)))
-        except InputError as exc:  # as the plain path words it
-            raise InputError(f"{path}: stream {sid!r}: {exc}") from exc
     if matcher is not None:
-        groups.put((sid, matcher.finish_columns()))
+        with where(path, sid):
+            groups.put((sid, matcher.finish_columns()))
 
 
 def _read(path: Path, domain: tuple[str, ...], batches: queue.Queue,
@@ -195,7 +201,10 @@ class _Formatter(threading.Thread):
     whole file valid (before that, nothing is opened). Until then the groups wait in
     memory unformatted: the reader and the engine have the two cores to themselves, and
     the engine, the one stage the command's time hangs on, is not slowed by a third
-    thread; the formatter takes the reader's core when it is done. The engine emits each stream's groups in the output's order, (t_start,
+    thread; the formatter takes the reader's core when it is done. A file is written as
+    the lines come (it is moved into place at the end, or removed); standard output only
+    once the engine is done, so that an engine error leaves it empty, as on the plain
+    path. The engine emits each stream's groups in the output's order, (t_start,
     t_first), which is checked part by part: a stream that breaks it before any of its
     lines is written is sorted and formatted again when it ends (each line depends on
     its row only); after, it is a bug (RuntimeError)."""
@@ -240,7 +249,7 @@ class _Formatter(threading.Thread):
                                            "of (t_start, t_first) order")
                     else:
                         del pending[mark:]
-            if self.valid.is_set() and pending:
+            if self.valid.is_set() and self.output is not None and pending:
                 yield from pending
                 pending, mark = [], -1  # this stream's lines are being written
 

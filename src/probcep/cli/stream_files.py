@@ -12,6 +12,7 @@ import json
 import os
 import warnings
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -20,6 +21,8 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from probcep.engine.naive import NaiveLimitError
+from probcep.engine.runs import RunLimitError
 from probcep.errors import InputError
 from probcep.lake.stream_ranges import SUM_TOLERANCE  # docs/semantics.md §1
 
@@ -290,6 +293,16 @@ def record_place(source: str | Path, i: int) -> str:
                         return f"line {line_no}"
                     seen += record
     return f"row {i + 1}"
+
+
+@contextmanager
+def where(source, stream_id: str):
+    """The engine's errors on one stream (a row it refuses, a limit it meets), with the
+    file and the stream they concern in front, their class kept."""
+    try:
+        yield
+    except (InputError, RunLimitError, NaiveLimitError) as exc:
+        raise type(exc)(f"{source}: stream {stream_id!r}: {exc}") from exc
 
 
 def _one_line(exc: Exception) -> str:
