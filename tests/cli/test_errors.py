@@ -810,3 +810,18 @@ def test_a_day_that_has_not_begun_is_refused_before_any_work(tmp_path, capsys, a
     assert err.splitlines()[-1].endswith(f"{later} has not begun (today is "
                                          f"{later - dt.timedelta(days=1)}, UTC)")
     assert not (tmp_path / "lake").exists()
+
+
+@pytest.mark.parametrize("start,end,refused", [
+    ("2026-01-01T00:00+05:00", "2026-01-02", False),
+    ("2026-01-02T00:00+05:00", "2026-01-01T18:00", True),  # 19:00Z: the end is before it
+    ("2026-01-01", "2026-01-01T05:00+05:00", True),  # the same instant
+])
+def test_slice_times_with_and_without_an_offset_compare_as_utc(tmp_path, capsys, start, end,
+                                                               refused):
+    assert main(["slice", "--stream", "s1", "--start", start, "--end", end,
+                 "--lake", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert ("is not after its start" in err) == refused
+    assert refused or "no silver table here" in err

@@ -9,15 +9,25 @@ import sys
 from pathlib import Path
 
 
+def utc_time(text: str) -> dt.datetime:
+    """An ISO time, UTC unless it has an offset: a time with an offset and one without
+    then compare."""
+    when = dt.datetime.fromisoformat(text)
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
+
+
+utc_time.__name__ = "ISO time"  # what argparse calls the type when a value is refused
+
+
 def register(sub) -> None:
     p = sub.add_parser("slice", help="one stream's time slice of silver, reading only its files",
                        description="Print (or write as CSV) one stream's silver rows between "
                                    "two times, and how many of silver's files were read.")
     p.add_argument("--stream", required=True, help="stream_id")
-    p.add_argument("--start", type=dt.datetime.fromisoformat, required=True,
+    p.add_argument("--start", type=utc_time, required=True,
                    help="first time, ISO (UTC unless it has an offset)")
-    p.add_argument("--end", type=dt.datetime.fromisoformat, required=True,
-                   help="end time (exclusive), ISO")
+    p.add_argument("--end", type=utc_time, required=True,
+                   help="end time (exclusive), ISO (UTC unless it has an offset)")
     p.add_argument("--settings", type=Path,
                    help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
     p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
