@@ -136,7 +136,11 @@ def test_under_a_budget_a_stream_is_matched_as_if_alone(tmp_path, capsys, policy
 
 @pytest.mark.parametrize("name, text, extra, message", [
     ("list.jsonl", '{"stream_id": "s", "tag": 1, "symbol": ["a"]}\n', [],
-     "line 1: symbol ['a'] is not text"),
+     'line 1: symbol ["a"] is not text'),
+    ("int.jsonl", '{"stream_id": "s", "tag": 1, "symbol": 5}\n', [],
+     "line 1: symbol 5 is not text"),
+    ("booltag.jsonl", '{"stream_id": "s", "tag": true, "symbol": "a"}\n', [],
+     "line 1: tag true is not an integer"),
     ("bool.jsonl", '{"stream_id": true, "tag": 1, "symbol": "a"}\n', [],
      "line 1: stream_id true is not text or a number"),
     ("space.csv", "stream_id,tag,symbol\ns,1, a\ns,2,b\n", [],

@@ -100,7 +100,8 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
             col == "stream_id" and isinstance(v, (int, np.integer))
             and not isinstance(v, (bool, np.bool_))))
         if odd.any():
-            refuse(odd, lambda row, col=col: f"{col} {frame[col].iloc[row]!r} is not text")
+            refuse(odd, lambda row, col=col: f"{col} {_shown(frame[col].iloc[row])} is not "
+                                             f"text")
     names = frame["symbol"].astype(object).map(lambda v: SYMBOL.fullmatch(v) is not None)
     if not names.all():
         refuse(~names, lambda row: f"symbol {frame['symbol'].iloc[row]!r} is not a symbol "
@@ -110,7 +111,7 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
     bad = tags.isna() | (tags != tags.round())
     if bad.any():
         refuse(bad, lambda row: "tag is missing" if pd.isna(written.iloc[row])
-               else f"tag {written.iloc[row]} is not an integer")
+               else f"tag {_shown(written.iloc[row])} is not an integer")
     huge = outside_int64(tags)
     if huge.any():
         refuse(huge, lambda row: f"tag {written.iloc[row]} is outside the 64-bit integer range")
@@ -204,3 +205,15 @@ def _check_options(args: argparse.Namespace) -> None:
             ("--max-matches", args.max_matches, args.max_matches >= 0, ">= 0")):
         if not ok:
             raise InputError(f"{name} must be {rule}, got {value}")
+
+
+def _shown(value) -> str:
+    """A value in a message as a file spells it (JSON's `5`, `true`, `["a"]`), not as
+    Python or NumPy would (`np.int64(5)`, `True`); text as it is."""
+    if isinstance(value, str):
+        return value
+    value = value.tolist() if isinstance(value, np.ndarray | np.generic) else value
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
