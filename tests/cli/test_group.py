@@ -179,24 +179,25 @@ def test_t_beyond_int64_is_refused_not_wrapped(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-@pytest.mark.parametrize("shift", [-(2 ** 62) - 3, -(2 ** 62), -(2 ** 63)])
-def test_times_at_or_below_the_engines_none_are_refused(tmp_path, capsys, shift, suffix):
-    """-2^62 is the engine's "none" (no t_first, no earlier end): a stream reaching it
+@pytest.mark.parametrize("first", [-(2 ** 62) - 5, -(2 ** 62) - 3, -(2 ** 62)])
+def test_a_stream_holding_the_engines_none_is_refused(tmp_path, capsys, first, suffix):
+    """-2^62 is the engine's "none" (no t_first, no earlier end): a stream holding it
     would be grouped wrongly (t_first printed null, a single-overlap P(g)), so it is
-    refused, naming the file and the stream; one step above it is grouped as anywhere."""
+    refused, naming the file and the stream; next to it, and at either end of int64,
+    a stream is grouped as anywhere."""
     path = tmp_path / f"low{suffix}"
     write = (lambda f: f.to_csv(path, index=False)) if suffix == ".csv" else (
         lambda f: f.to_parquet(path, index=False))
-    write(FIG1.assign(t=FIG1.t.astype(np.int64) - 1 + shift))
+    write(FIG1.assign(t=FIG1.t.astype(np.int64) - 1 + first))
     code, rows, err = group(capsys, path, *options("complete", 0, None))
     assert code == 2 and rows == []
-    assert f"{path}: stream 's1': t={shift} is below the smallest timestep" in err
-    low = -(2 ** 62) + 1
-    write(FIG1.assign(t=FIG1.t.astype(np.int64) - 1 + low))
-    code, rows, err = group(capsys, path, *options("complete", 0, None))
-    assert code == 0
-    assert [(r["t_start"] - low + 1, r["t_first"] - low + 1, r["t_end"] - low + 1)
-            for r in rows] == [(1, 3, 6), (1, 4, 6)]
+    assert f"{path}: stream 's1': t=-4611686018427387904 (-2^62) is the one timestep" in err
+    for first in (-(2 ** 62) + 1, -(2 ** 62) - 6, -(2 ** 63), 2 ** 63 - 6):
+        write(FIG1.assign(t=FIG1.t.astype(np.int64) - 1 + first))
+        code, rows, err = group(capsys, path, *options("complete", 0, None))
+        assert code == 0
+        assert [(r["t_start"] - first + 1, r["t_first"] - first + 1, r["t_end"] - first + 1)
+                for r in rows] == [(1, 3, 6), (1, 4, 6)]
 
 
 @pytest.mark.parametrize("pattern,message,position", [

@@ -208,3 +208,28 @@ def test_the_naive_methods_limit_names_the_stream(tmp_path, capsys):
                  "--method", "naive"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"probcep group: error: {path}: stream 's': naive method needs ")
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_pattern_whose_transducer_outgrows_its_limit_is_refused(tmp_path, capsys,
+                                                                  monkeypatch, suffix):
+    """`a .{0,k} b` makes 2^(k+1) composites: refused at MAX_COMPOSITES with a reason, the
+    file and the stream named, nothing printed (unbounded, k = 20 took 2.5 GB)."""
+    from probcep.engine import transducer
+
+    monkeypatch.setattr(transducer, "MAX_COMPOSITES", 1000)
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(3), size=62)
+    frame = pd.DataFrame({"stream_id": "s", "t": range(62), "a": p[:, 0], "b": p[:, 1],
+                          "c": p[:, 2]})
+    path = tmp_path / f"in{suffix}"
+    frame.to_parquet(path, index=False) if suffix == ".parquet" else frame.to_csv(path, index=False)
+    assert main(["group", str(path), "--pattern", "a .{0,8} b", "--policy", "single",
+                 "--window", "60"]) == 0  # 513 composites
+    capsys.readouterr()
+    assert main(["group", str(path), "--pattern", "a .{0,12} b", "--policy", "single",
+                 "--window", "60"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert err.startswith(f"probcep group: error: {path}: stream 's': the group probability "
+                          "of 'a .{0,12} b' with a window of 60 needs more than 1,000 ")

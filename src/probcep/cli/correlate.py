@@ -11,12 +11,12 @@ import numpy as np
 import pyarrow as pa
 
 from probcep.cli.output import write_lines
-from probcep.cli.stream_files import read_blocks
+from probcep.cli.stream_files import read_blocks, where
 from probcep.engine import PatternError, Query, StreamMatcher
 from probcep.engine.correlate import MODES, Correlation
 from probcep.engine.read_plans import STRATEGIES, ArchiveStats, Timeline, correlate
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError, ProbcepError, ProbcepWarning
+from probcep.errors import ProbcepError, ProbcepWarning
 
 #: Timesteps per statistics bucket for `auto` (a day of minutes; any size is sound).
 STATS_BUCKET = 1440
@@ -82,17 +82,16 @@ def run(args: argparse.Namespace) -> int:
     groups = {}
     for block in blocks:
         matcher = StreamMatcher(query, live)
-        try:
+        with where(args.input, block.stream_id):
             groups[block.stream_id] = matcher.feed(block.t0, block.probs) + matcher.finish()
-        except InputError as exc:
-            raise InputError(f"{args.input}: stream {block.stream_id!r}: {exc}") from exc
     # Whole timelines: no timestep inside a range is missing, so no silence is ever used.
     timeline = Timeline(np.full(len(domain), np.nan), {
         b.stream_id: (b.t0 + np.arange(len(b.probs)), b.probs) for b in blocks})
     night = (min((b.t0 for b in blocks), default=0),
              max((b.t0 + len(b.probs) - 1 for b in blocks), default=0))
+    # the bounds only ever prune below τ_C > 0 (as in the pipeline's correlate-day)
     stats = (ArchiveStats.from_timeline(corr.dfa, corr.window, timeline, STATS_BUCKET)
-             if args.strategy == "auto" else None)
+             if args.strategy == "auto" and corr.min_probability > 0 else None)
     rows = correlate(corr, Transducer(corr.dfa, corr.window), groups, timeline,
                      args.strategy, night, stats)
     write_lines([r.as_dict() for r in rows], args.output, CORRELATED)

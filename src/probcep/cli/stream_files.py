@@ -23,6 +23,7 @@ from numba import njit
 
 from probcep.engine.naive import NaiveLimitError
 from probcep.engine.runs import RunLimitError
+from probcep.engine.transducer import TransducerLimitError
 from probcep.errors import InputError
 from probcep.lake.stream_ranges import SUM_TOLERANCE  # docs/semantics.md §1
 
@@ -301,7 +302,7 @@ def where(source, stream_id: str):
     file and the stream they concern in front, their class kept."""
     try:
         yield
-    except (InputError, RunLimitError, NaiveLimitError) as exc:
+    except (InputError, RunLimitError, NaiveLimitError, TransducerLimitError) as exc:
         raise type(exc)(f"{source}: stream {stream_id!r}: {exc}") from exc
 
 

@@ -48,9 +48,6 @@ CARRY_AFTER = CHUNK_ROWS
 #: The longest window (35,000 years of seconds): window arithmetic on 64-bit times, and
 #: the shared pass's blocks of `COVER_BLOCK` windows, must not overflow.
 MAX_WINDOW = 2 ** 40
-#: The smallest timestep: the open-group table keeps `NONE` (-2^62) for "no t_first"
-#: and "no earlier end", so no real time may be it (or reach it).
-MIN_T = NONE + 1
 
 
 class QueryError(ProbcepError, ValueError):
@@ -170,9 +167,9 @@ class StreamMatcher:
                              f"got shape {probs.shape}")
         if self.next_t is not None and t0 != self.next_t:
             raise InputError(f"stream continues at t={self.next_t}, block starts at t={t0}")
-        if t0 < MIN_T and len(probs):
-            raise InputError(f"t={t0} is below the smallest timestep the engine takes, "
-                             f"{MIN_T} (-2^62 + 1: it keeps -2^62 for 'none')")
+        if t0 <= NONE < t0 + len(probs):
+            raise InputError(f"t={NONE} (-2^62) is the one timestep the engine cannot take: "
+                             "it keeps it for 'none'")
         if self.next_t is None:
             self.rows_t0 = t0
         parts = [self._feed_chunk(t0 + lo, probs[lo:lo + CHUNK_ROWS])  # bounded memory

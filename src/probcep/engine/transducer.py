@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from probcep.engine.automaton import UNREACHABLE, Dfa
+from probcep.errors import ProbcepError
 
 MODE_A, MODE_T, MODE_B = 0, 1, 2
 #: Composite id of the absorbing "the world contains a match" state.
@@ -55,6 +56,11 @@ COVER_BUDGET = 1e-14
 #: of tiny probability in a block that dropped something) gets the per-group pass: the
 #: shared pass's results are then the per-group pass's to rounding, relatively too.
 COVER_RELATIVE = 1e-10
+#: Most composites a transducer makes (about 1.2 KiB each, its table rows and key): a
+#: pattern whose runs multiply within the window, such as `a .{0,k} b` (2^(k+1)
+#: composites), is refused with a reason at this many (k = 19), not left to exhaust the
+#: machine's memory.
+MAX_COMPOSITES = 1 << 20
 #: Statuses of `_cover_blocks`.
 DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
@@ -314,6 +320,10 @@ def _cover_blocks(table, rows, sums, anchors, block_end, starts, firsts, beta, b
     return DONE, -1
 
 
+class TransducerLimitError(ProbcepError, RuntimeError):
+    """The transducer would outgrow `MAX_COMPOSITES`."""
+
+
 class Transducer:
     """Memoised composite-state transitions for one DFA and window."""
 
@@ -351,6 +361,13 @@ class Transducer:
         cid = self.ids.get(key)
         if cid is None:
             cid = len(self.keys)
+            if cid >= MAX_COMPOSITES:
+                raise TransducerLimitError(
+                    f"the group probability of {self.dfa.pattern!r}"
+                    + (f" with a window of {self.window}" if self.window else "")
+                    + f" needs more than {MAX_COMPOSITES:,} composite states of the "
+                    "transducer (MAX_COMPOSITES): the pattern's runs multiply within the "
+                    "window; use a shorter window or narrower repetition bounds")
             self.ids[key] = cid
             self.keys.append(key)
             if cid >= len(self.table):
