@@ -114,6 +114,14 @@ def test_episode_rows_are_named_by_the_line_they_start_on(lake, capsys, text, sa
     assert (code, said in err if said else err) == (2, True) if said else (code, err) == (0, "")
 
 
+def test_a_header_naming_a_column_twice_is_refused(lake, capsys):
+    (lake / "twice.csv").write_text("stream_id,start,end,pattern,start\n"
+                                    "a,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit,x\n")
+    assert main(["evaluate", "--episodes", str(lake / "twice.csv"), "--lake",
+                 str(lake / "lake")]) == 2
+    assert "twice.csv: the header names start more than once" in capsys.readouterr().err
+
+
 def test_an_empty_or_unreadable_episodes_file_is_refused(lake, capsys):
     for content, said in ((b"", "empty: expected a header stream_id,start,end,pattern"),
                           (b"stream_id,start,end,pattern\n\xe9,x,y,z\n",

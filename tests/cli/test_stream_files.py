@@ -362,3 +362,18 @@ def test_json_lines_errors_name_the_line_past_blank_lines(tmp_path, capsys):
                  str(path)]) == 2
     assert capsys.readouterr().err == (f"probcep approx: error: {path}: line 4: tag 1.5 is "
                                        f"not an integer\n")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_a_column_without_a_name_is_refused_in_every_format(tmp_path, capsys, suffix):
+    path = tmp_path / f"in{suffix}"
+    f = pd.DataFrame({"stream_id": ["s", "s"], "t": [1, 2], "a": [1.0, 0.5], "": [0.0, 0.5]})
+    if suffix == ".csv":
+        f.to_csv(path, index=False)
+    elif suffix == ".jsonl":
+        f.to_json(path, orient="records", lines=True)
+    else:
+        f.to_parquet(path, index=False)
+    assert main(["group", "--pattern", "a", "--policy", "single", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "column 4" in err and "has no name" in err

@@ -322,6 +322,9 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     domain = tuple(str(c) for c in frame.columns if c not in KEY_COLUMNS)
     if not domain:
         raise InputError(f"{source}: no symbol columns besides stream_id and t")
+    if "" in domain:  # as a CSV header's empty name is
+        column = [str(c) for c in frame.columns].index("") + 1
+        raise InputError(f"{source}: column {column} has no name")
     codes, uniques = _factorized(frame["stream_id"])
     missing = (codes < 0) | np.isin(codes, [k for k, u in enumerate(uniques) if u == ""])
     if missing.any():  # an empty id too, as in a CSV file, which cannot tell them apart
@@ -515,8 +518,9 @@ def plain_parquet_domain(path: Path) -> tuple[str, ...] | None:
         return None  # read_table says what is wrong
     index = (schema.pandas_metadata or {}).get("index_columns", [])
     if any(isinstance(i, str) for i in index) or len(set(schema.names)) < len(
-            schema.names) or not all(name in schema.names for name in KEY_COLUMNS):
-        return None  # a stored pandas index, a repeated name or no keys
+            schema.names) or not all(name in schema.names for name in KEY_COLUMNS) or (
+            "" in schema.names):
+        return None  # a stored pandas index, a repeated name, no keys or an empty name
     string = pa.types.is_string(schema.field("stream_id").type)
     domain = tuple(name for name in schema.names if name not in KEY_COLUMNS)
     plain = (string and pa.types.is_signed_integer(schema.field("t").type) and domain

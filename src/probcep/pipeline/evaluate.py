@@ -130,7 +130,8 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
         if stamps.isna().any():
             row = int(np.flatnonzero(stamps.isna().to_numpy())[0])
             raise InputError(f"{path}: row {lines[row]}: {column} "
-                             f"{frame[column].iloc[row]!r} is not a timestamp")
+                             f"{frame[column].iloc[row]!r} is not a timestamp between "
+                             f"1677-09-22 and 2262-04-11 (ISO 8601)")
         # whole microseconds: a timestep is never shorter, and pandas warns of the rest
         times[column] = [clock.timestep(s.to_pydatetime()) for s in stamps.dt.floor("us")]
     out = pd.DataFrame({"stream_id": frame["stream_id"], "t_start": times["start"],
@@ -168,6 +169,9 @@ def _records(path: Path) -> tuple[list[int], pd.DataFrame]:
         if len(fields) != len(header):
             raise InputError(f"{path}: row {line}: {len(fields)} field(s), the header has "
                              f"{len(header)}")
+    repeated = sorted({name for name in header if header.count(name) > 1 and name})
+    if repeated:  # which one would count is anybody's guess
+        raise InputError(f"{path}: the header names {', '.join(repeated)} more than once")
     frame = pd.DataFrame(body, columns=header, dtype=str) if body else \
         pd.DataFrame(columns=header, dtype=str)
     return lines, frame.loc[:, ~frame.columns.duplicated()]
