@@ -189,7 +189,8 @@ def _utf8(column, name: str, path: Path):
 def _read_jsonl(path: Path) -> pd.DataFrame:
     """One JSON object a line, by the json module: pandas' reader keeps the last of a
     repeated key, fails with a traceback on a line that is not an object and reads a
-    null stream id as the text "nan". An id that is a number is its text, as in CSV."""
+    null stream id as the text "nan". An id that is a number is the text Python gives
+    it (`7` is "7", as in CSV; `1e5` is "100000.0": docs/engine.md §1)."""
     with path.open(encoding="utf-8-sig") as text:
         lines = text.read().split("\n")
     decode = json.JSONDecoder(object_pairs_hook=_unique_keys).decode
