@@ -201,3 +201,16 @@ def test_auto_builds_no_archive_bounds_when_nothing_could_be_pruned(tmp_path, ca
     monkeypatch.setattr(command.ArchiveStats, "from_timeline", refuse)
     code, got, _ = run(capsys, path, *options, "--min-probability", "0")
     assert code == 0 and got == want and want
+
+
+def test_an_archive_range_no_match_fits_in_is_warned_of(tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    EXAMPLE.to_csv(path, index=False)
+    options = ("--live-pattern", "a b* c", "--policy", "complete", "--window", "4",
+               "--archive-pattern", "b b b")
+    code, rows, err = run(capsys, path, *options, "--lookback", "3", "--gap", "2")
+    assert code == 0 and rows and all(r["archive_probability"] == 0.0 for r in rows)
+    assert err == ("probcep correlate: warning: --lookback 3 --gap 2: an archive range of 2 "
+                   "timestep(s) is shorter than the shortest match of 'b b b' (3 timesteps): "
+                   "the archive side is always 0\n")
+    assert run(capsys, path, *options, "--lookback", "3", "--gap", "1")[2] == ""

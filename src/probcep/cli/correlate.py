@@ -78,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
                                 ("--archive-window", corr.dfa, corr.window)):
         if dfa.unfit(window):
             warnings.warn(ProbcepWarning(f"{option}: {dfa.unfit(window)}"), stacklevel=2)
+    span = args.lookback - args.gap + 1  # the longest archive range
+    if span < corr.dfa.min_length():
+        warnings.warn(ProbcepWarning(
+            f"--lookback {args.lookback} --gap {args.gap}: an archive range of {span} "
+            f"timestep(s) is shorter than the shortest match of {args.archive_pattern!r} "
+            f"({corr.dfa.min_length()} timesteps): the archive side is always 0"),
+            stacklevel=2)
     live = Transducer(query.dfa, query.window)
     groups = {}
     for block in blocks:
