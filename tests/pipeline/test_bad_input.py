@@ -196,6 +196,13 @@ KINDS = {
         "stream_id": ["cp"], "TS": ["2026-01-01T01:00:00"], "symbol": ["Door"],
         "score": [0.5]})), 1, 0, 0,
         {"unreadable file: header names a column in another case": 1}),
+    "case_twice.csv": ("stream_id,sensor_id,ts,symbol,score,Score\n"  # one for Spark
+                       "ct,r1,2026-01-01T01:00:00,Door,0.5,0.7\n", 1, 0, 0,
+                       {"unreadable file: header names a column twice": 1}),
+    "case_twice.parquet": (parquet_bytes(pa.table({
+        "stream_id": ["cq"], "sensor_id": ["r1"], "ts": ["2026-01-01T01:00:00"],
+        "symbol": ["Door"], "score": [0.5], "SCORE": [0.7]})), 1, 0, 0,
+        {"unreadable file: header names a column twice": 1}),
     "notes.txt": ("remember the milk\n", 1, 0, 0, {"unreadable file: unknown format": 1}),
     "empty.csv": ("", 0, 0, 0, {}),
     "good.csv.gz": (gzip.compress(BIG_CSV.encode()), 60, 60, 60, {}),
@@ -363,6 +370,18 @@ def test_a_file_name_that_is_not_utf8_stops_the_day_naming_it(tmp_path):
     with open(os.path.join(os.fsencode(folder), b"caf\xe9.csv"), "wb") as out:
         out.write((LONG + good("b")).encode())
     with pytest.raises(IngestError, match=r"file name 'caf\\xe9.csv' is not UTF-8 text"):
+        ingest_day(ctx, DAY)
+    assert not ctx.settings.lake_root.exists()
+
+
+def test_a_file_name_holding_a_colon_stops_the_day_naming_it(tmp_path):
+    """Hadoop reads `r-00:00.csv` as a URI with the scheme `r-00`: Spark quarantined such
+    a file as broken, so the day is refused before anything is read, naming the file."""
+    ctx = context(tmp_path, "colon")
+    folder = tmp_path / "landing" / DAY.isoformat()
+    land(folder, ["good.csv"])
+    (folder / "r-00:00.csv").write_text(LONG + good("b"))
+    with pytest.raises(IngestError, match=r"file name 'r-00:00.csv' holds ':'.*rename it"):
         ingest_day(ctx, DAY)
     assert not ctx.settings.lake_root.exists()
 

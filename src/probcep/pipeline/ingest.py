@@ -589,7 +589,8 @@ def refuse_misplaced(settings: Settings, days) -> None:
     mistake in the settings or the landing area, not silence: taken as silence it would
     empty good days (a mistyped `PROBCEP_LANDING_DIR` on a rerun). So is a file name
     that is not UTF-8: no column can name it, so it cannot be quarantined (live mode
-    checks its days the same way: Spark's listing leaves such a file out)."""
+    checks its days the same way: Spark's listing leaves such a file out), and one
+    holding ':', which Spark cannot open (it quarantined the file as broken)."""
     root = settings.landing_dir
     if not root.is_dir():
         raise IngestError(f"landing folder {root} " + (
@@ -608,6 +609,10 @@ def refuse_misplaced(settings: Settings, days) -> None:
                 raise IngestError(f"{folder}: file name '{shown}' is not UTF-8 text, which "
                                   f"the lake's tables hold names in: rename it; nothing "
                                   f"read") from None
+            if ":" in path.name:  # Hadoop takes what comes before it for a URI scheme
+                raise IngestError(f"{folder}: file name {path.name!r} holds ':', which "
+                                  f"Spark's (Hadoop's) file paths cannot: rename it; "
+                                  f"nothing read")
 
 
 def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestReport:

@@ -203,6 +203,12 @@ def _header_problem(names: list[str]) -> tuple[str, str] | None:
         if sep:
             return ("header is not comma-separated",
                     f"one column {names[0]!r}: fields are separated by commas, not {sep!r}")
+    first: dict[str, str] = {}
+    for name in names:  # Spark takes column names in any case for one
+        other = first.setdefault(name.lower(), name)
+        if other != name:
+            return ("header names a column twice", f"{other!r} and {name!r}: Spark's "
+                    f"column names are not case-sensitive")
     cased = [n for n in names if n not in LONG and n.lower() in LONG
              and n.lower() not in names]
     if cased:
