@@ -40,9 +40,9 @@ WIDE = "stream_id,ts,Hallway,Door,Room\n"
 LAST_SYMBOL = "stream_id,sensor_id,ts,score,symbol\n"
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
+def parquet_bytes(table: pa.Table, **options) -> bytes:
     out = io.BytesIO()
-    pq.write_table(table, out)
+    pq.write_table(table, out, **options)
     return out.getvalue()
 
 
@@ -203,6 +203,33 @@ KINDS = {
         "stream_id": ["cq"], "sensor_id": ["r1"], "ts": ["2026-01-01T01:00:00"],
         "symbol": ["Door"], "score": [0.5], "SCORE": [0.7]})), 1, 0, 0,
         {"unreadable file: header names a column twice": 1}),
+    # a blank first line, or a quote the header never closes, left the file's records
+    # uncounted (read as an empty file, or as one long header)
+    "blank_first_line.csv": ("\n" + LONG + good("bl"), 1, 0, 0,
+                             {"unreadable file: header is not on the first line": 1}),
+    "only_blank_lines.csv": ("\n\r\n\n", 0, 0, 0, {}),
+    "header_quote.csv": ('stream_id,sensor_id,"ts,symbol,score\n' + good("hq") + good("hq"),
+                         1, 0, 0, {"unreadable file: header is not one line": 1}),
+    "too_wide.csv": (LONG.rstrip("\n") + "".join(f",x{i}" for i in range(5000)) + "\n"
+                     + good("tw").rstrip("\n") + "," * 5000 + "\n", 1, 0, 0,
+                     {"unreadable file: header has too many columns": 1}),
+    "twice.parquet": (parquet_bytes(pa.Table.from_arrays(
+        [pa.array(["tp"]), pa.array(["r1"]), pa.array(["2026-01-01T01:00:00"]),
+         pa.array(["Door"]), pa.array([0.5]), pa.array([0.7])],
+        names=["stream_id", "sensor_id", "ts", "symbol", "score", "score"])), 1, 0, 0,
+        {"unreadable file: header names a column twice": 1}),
+    # INT96 timestamps (Hive, Impala, older Spark): a timestamp to Spark, not nanoseconds
+    "int96.parquet": (parquet_bytes(pa.table({
+        "stream_id": ["i96"], "sensor_id": ["r1"],
+        "ts": pd.to_datetime(["2026-01-01T02:00:00"]), "symbol": ["Door"],
+        "score": [0.5]}), use_deprecated_int96_timestamps=True), 1, 1, 1, {}),
+    # text a Parquet writer did not check: each such record quarantined, the rest taken
+    "bad_text.parquet": (parquet_bytes(pa.table({
+        "stream_id": pa.array([b"bt\xff", b"bt", b"bt"], pa.binary()),
+        "sensor_id": ["r1", "r1", "r\u00e9"],
+        "ts": ["2026-01-01T03:00:00", "2026-01-01T03:00:01", "2026-01-01T03:00:02"],
+        "symbol": pa.array([b"Door", b"Do\xffr", b"Room"], pa.binary()).view(pa.string()),
+        "score": [0.5, 0.5, 0.5]})), 3, 1, 1, {"text is not UTF-8": 2}),
     "notes.txt": ("remember the milk\n", 1, 0, 0, {"unreadable file: unknown format": 1}),
     "empty.csv": ("", 0, 0, 0, {}),
     "good.csv.gz": (gzip.compress(BIG_CSV.encode()), 60, 60, 60, {}),

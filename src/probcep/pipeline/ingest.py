@@ -220,7 +220,7 @@ def _counted(opened: list[Opened], counts: dict, unreadable: dict) -> dict[str, 
     out = {}
     for o in opened:
         n, bad_text, _ = counts.get(str(o.path), (0, 0, False))
-        if bad_text:
+        if bad_text and o.footer_rows is None:  # text; a Parquet file's are per record
             unreadable[o.path] = Unreadable(o.path, "not UTF-8 text",
                                             f"{bad_text} of its {n} records hold bytes "
                                             f"that are not UTF-8")
@@ -286,6 +286,9 @@ def checked(records, settings: Settings, wide_rows: bool = True):
 
     cases = [
         (F.col("malformed").isNotNull(), F.col("malformed")),
+        # a text file's bad bytes set the whole file aside before; a Parquet file's are
+        # taken record by record
+        (F.col("bad_text"), "text is not UTF-8"),
         (F.col("extra").isNotNull() & long, F.concat(F.lit("unknown column '"), unknown,
                                                       F.lit("'"))),
         (F.col("extra").isNotNull(), F.concat(F.lit("column '"), unknown,
@@ -369,7 +372,9 @@ def quarantine_rows(bad, domain):
     # a typed value's text is null (`landing`): it is shown as its text would have been
     bad = bad.withColumns({c: F.coalesce(c, F.col(f"{c}_typed").cast("string"))
                            for c in ("ts", "score")})
-    return bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", raw.alias("raw"))
+    # bytes that are not UTF-8 (a Parquet file's) as U+FFFD: a table holds text
+    return bad.select(*[F.make_valid_utf8(c).alias(c) for c in RAW_COLUMNS], "reason",
+                      "source_file", "batch_date", F.make_valid_utf8(raw).alias("raw"))
 
 
 def _unreadable_rows(spark, unreadable: dict, day_of: dict):

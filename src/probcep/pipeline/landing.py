@@ -50,6 +50,9 @@ CORRUPT = "_corrupt_record"
 #: What Java's UTF-8 decoder (the CSV reader) puts where bytes are not UTF-8; Spark's
 #: text reader keeps the bytes instead (`is_valid_utf8` finds them).
 REPLACEMENT = "\ufffd"
+#: The most columns a landing file may have (the layout's, the domain's and extra
+#: ones): Spark's planning grows with them, and 25,000 ran a 1 GiB driver out of memory.
+MAX_COLUMNS = 4096
 #: Columns a Parquet file may give typed, with their Spark type (see the docstring).
 TYPED = {"ts": "timestamp", "score": "double"}
 #: The Parquet types taken as typed: a timestamp without a time zone (pyarrow's
@@ -159,6 +162,15 @@ def read_files(spark, files: dict[Path, Hashable], domain) -> list[Opened | Unre
         problem = _header_problem([h.strip() for h in header or []])
         if problem:
             out.append(Unreadable(path, *problem))
+        elif any("\n" in h or "\r" in h for h in header or []):
+            # a quote never closed: the rest of the file would be the header, its
+            # records none (and counted as none)
+            out.append(Unreadable(path, "header is not one line",
+                                  "a quote in the header is never closed"))
+        elif not header and _holds_more(path, compression):
+            out.append(Unreadable(path, "header is not on the first line",
+                                  "the first line is blank: a CSV file's header is its "
+                                  "first line"))
         elif not header:  # an empty file: no records
             out.append(Opened(path, None))
         else:
@@ -191,6 +203,13 @@ def _holds_other_format(path: Path) -> str | None:
     return None
 
 
+def _holds_more(path: Path, compression) -> bool:
+    """Whether a CSV file whose first line is blank has anything but blank lines."""
+    with COMPRESSIONS.get(compression, open)(path, "rt", encoding="utf-8-sig",
+                                             errors="replace", newline="") as text:
+        return any(line.strip() for line in text)
+
+
 def _header_problem(names: list[str]) -> tuple[str, str] | None:
     """(reason, detail) when a file's column names show it cannot be read as records of
     either layout: every record would otherwise be quarantined for a column that only
@@ -203,12 +222,16 @@ def _header_problem(names: list[str]) -> tuple[str, str] | None:
         if sep:
             return ("header is not comma-separated",
                     f"one column {names[0]!r}: fields are separated by commas, not {sep!r}")
-    first: dict[str, str] = {}
-    for name in names:  # Spark takes column names in any case for one
-        other = first.setdefault(name.lower(), name)
-        if other != name:
-            return ("header names a column twice", f"{other!r} and {name!r}: Spark's "
-                    f"column names are not case-sensitive")
+    if len(names) > MAX_COLUMNS:
+        return ("header has too many columns", f"{len(names):,} columns, more than "
+                f"{MAX_COLUMNS:,} (MAX_COLUMNS): a header this wide is not readings")
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):  # Spark takes column names in any case for one
+        j = first.setdefault(name.lower(), i) if name else i
+        if j != i:
+            other = names[j]
+            return ("header names a column twice", f"{other!r} and {name!r}" + (
+                ": Spark's column names are not case-sensitive" if other != name else ""))
     cased = [n for n in names if n not in LONG and n.lower() in LONG
              and n.lower() not in names]
     if cased:
@@ -388,8 +411,11 @@ def _parquet(spark, path: Path, domain):
     except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... on a bad footer
         return Unreadable(path, "not a Parquet file, or truncated", _first_line(e))
     schema = meta.schema.to_arrow_schema()
-    nanos = {f.name for f in schema
-             if pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
+    # INT96 (Hive, Impala, older Spark) is a timestamp to Spark, nanoseconds to Arrow
+    int96 = {meta.schema.column(i).path for i in range(meta.num_columns)
+             if meta.schema.column(i).physical_type == "INT96"}
+    nanos = {f.name for f in schema if f.name not in int96
+             and pa.types.is_timestamp(f.type) and f.type.unit == "ns"}
     if nanos:  # pandas' default; Spark refuses them unless it reads them as numbers
         spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
     problem = _header_problem(schema.names)
@@ -412,10 +438,15 @@ def _parquet(spark, path: Path, domain):
              for f in frame.schema}
     typed = {c: column(c) for c in TYPED
              if types.get(c) in TYPED_FROM[c] and (layout == "long" or c in KEYS)}
+    # Parquet writers need not check that text is UTF-8: such a record is quarantined
+    # (`ingest.checked`), not committed for the table's statistics to choke on
+    text = [n for n in names if types[n] in ("string", "binary")]
+    bad_text = F.lit(False) if not text else F.greatest(
+        *[F.coalesce(~F.is_valid_utf8(value(n)), F.lit(False)) for n in text])
     records = _records(frame, F.lit(str(path)), F.lit(layout), domain, value,
                        lambda name: F.lit(name in names),
                        _extra_map([n for n in names if n not in known], value),
-                       F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(False),
+                       F.lit(None).cast("string"), F.lit(None).cast("string"), bad_text,
                        typed)
     return Opened(path, records, meta.num_rows,
                   set(typed) == ({"ts", "score"} if layout == "long" else {"ts"}),
