@@ -162,6 +162,11 @@ KINDS = {
                          {"unreadable file: broken or truncated file": 1}),
     "latin1.csv": ((LONG + "caf\xe9,r1,2026-01-01T00:00:25,Door,0.5\n").encode("latin-1"),
                    1, 0, 0, {"unreadable file: not UTF-8 text": 1}),
+    # U+FFFD is a character like another: what Spark reads bytes that are not UTF-8 as
+    "replacement.csv": (LONG + "rep\ufffd,r1,2026-01-01T00:00:27,Door,0.5\n" + good("rp"),
+                        2, 2, 2, {}),
+    "replacement.jsonl": ('{"stream_id": "rep\ufffdj", "ts": "2026-01-01T00:00:28", '
+                          '"symbol": "Door", "score": 0.5}\n', 1, 1, 1, {}),
     "latin1.jsonl": (b'{"stream_id": "caf\xe9", "ts": "2026-01-01T00:00:26", "symbol": '
                      b'"Door", "score": 0.5}\n', 1, 0, 0,
                      {"unreadable file: not UTF-8 text": 1}),

@@ -45,6 +45,7 @@ from probcep.pipeline.landing import (
     listing,
     read_files,
     unreadable_from_error,
+    valid_utf8,
 )
 
 #: A wide row's probabilities sum to 1 within this, or the row is refused (or, with
@@ -220,7 +221,9 @@ def _counted(opened: list[Opened], counts: dict, unreadable: dict) -> dict[str, 
     out = {}
     for o in opened:
         n, bad_text, _ = counts.get(str(o.path), (0, 0, False))
-        if bad_text and o.footer_rows is None:  # text; a Parquet file's are per record
+        # text that holds bytes that are not UTF-8, not only the character U+FFFD (UTF-8
+        # too); a Parquet file's are refused record by record (`landing._parquet`)
+        if bad_text and not valid_utf8(o.path):
             unreadable[o.path] = Unreadable(o.path, "not UTF-8 text",
                                             f"{bad_text} of its {n} records hold bytes "
                                             f"that are not UTF-8")
@@ -286,9 +289,6 @@ def checked(records, settings: Settings, wide_rows: bool = True):
 
     cases = [
         (F.col("malformed").isNotNull(), F.col("malformed")),
-        # a text file's bad bytes set the whole file aside before; a Parquet file's are
-        # taken record by record
-        (F.col("bad_text"), "text is not UTF-8"),
         (F.col("extra").isNotNull() & long, F.concat(F.lit("unknown column '"), unknown,
                                                       F.lit("'"))),
         (F.col("extra").isNotNull(), F.concat(F.lit("column '"), unknown,

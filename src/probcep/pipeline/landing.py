@@ -125,6 +125,23 @@ def file_format(path: Path) -> tuple[str | None, str | None]:
     return fmt, compression
 
 
+def valid_utf8(path: Path) -> bool:
+    """Whether a text file (decompressed) is UTF-8 through and through. Spark's readers
+    show bytes that are not as U+FFFD, which a file may also hold as a character: this
+    tells the two apart, for the files where Spark found the character."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with COMPRESSIONS.get(file_format(path)[1], open)(path, "rb") as raw:
+            while chunk := raw.read(1 << 20):
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+    except (UnicodeDecodeError, OSError, EOFError):
+        return False
+    return True
+
+
 def cell(symbol: str) -> str:
     """The record column holding a wide row's value for `symbol`."""
     return f"_cell_{symbol}"
@@ -438,16 +455,16 @@ def _parquet(spark, path: Path, domain):
              for f in frame.schema}
     typed = {c: column(c) for c in TYPED
              if types.get(c) in TYPED_FROM[c] and (layout == "long" or c in KEYS)}
-    # Parquet writers need not check that text is UTF-8: such a record is quarantined
-    # (`ingest.checked`), not committed for the table's statistics to choke on
+    # Parquet writers need not check that text is UTF-8: such a record is quarantined,
+    # not committed for the table's statistics to choke on
     text = [n for n in names if types[n] in ("string", "binary")]
-    bad_text = F.lit(False) if not text else F.greatest(
-        *[F.coalesce(~F.is_valid_utf8(value(n)), F.lit(False)) for n in text])
+    malformed = F.lit(None).cast("string") if not text else F.when(F.greatest(
+        *[F.coalesce(~F.is_valid_utf8(value(n)), F.lit(False)) for n in text]),
+        F.lit("text is not UTF-8"))
     records = _records(frame, F.lit(str(path)), F.lit(layout), domain, value,
                        lambda name: F.lit(name in names),
                        _extra_map([n for n in names if n not in known], value),
-                       F.lit(None).cast("string"), F.lit(None).cast("string"), bad_text,
-                       typed)
+                       malformed, F.lit(None).cast("string"), F.lit(False), typed)
     return Opened(path, records, meta.num_rows,
                   set(typed) == ({"ts", "score"} if layout == "long" else {"ts"}),
                   layout == "wide")
