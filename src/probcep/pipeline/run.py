@@ -68,8 +68,9 @@ def run_days(ctx: RunContext, first: dt.date, last: dt.date) -> list[DayReport]:
 
     days, per_pass = days_between(first, last), ctx.settings.backfill_days
     reports = []
+    # a bar on a terminal only (None): in a log file it would stand before every line
     with data_docs_once(), tqdm(total=len(days), desc="days", unit="day",
-                                leave=False) as progress:
+                                leave=False, disable=None) as progress:
         for k in range(0, len(days), per_pass):
             chunk = days[k:k + per_pass]
             ctx.source.prepare(ctx, chunk)  # the backfill's run id: one pass, many days
