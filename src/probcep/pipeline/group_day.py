@@ -75,6 +75,8 @@ def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
     if ctx.exact:
         later = grouped_after(ctx, day)
         result, _, _ = group_exact(ctx, day)
+        if not result.states_written:  # the states the later days resumed from stand
+            later = ()
     found = approx_day(ctx, day)["matches"] if ctx.approximate else None
     return GroupDayReport(day, result, found, later)
 
