@@ -42,6 +42,10 @@ def test_nights_backfill_and_rerun(spark, tmp_path, capsys):
     assert main(["group-day", *day]) == 0 and main(["validate-gold", *day]) == 0
     assert main(["publish-alerts", *day]) == 0
     assert "alerts added 0, retracted 0" in capsys.readouterr().out
+    later = ["--date", "2025-01-01", *day[2:]]  # never grouped: no green step
+    assert main(["validate-gold", *later]) == 2 and main(["publish-alerts", *later]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all("2025-01-01: not grouped for room_visit" in e for e in err)
     pd.testing.assert_frame_equal(gold(tmp_path / "n"), gold(tmp_path / "b"))
 
     # a registered correlation over the night's groups, by name; an unknown name refused
