@@ -80,8 +80,13 @@ KINDS = {
                          {"score is not a number": 4}),
     "unparseable_ts.csv": (LONG + "s,r1,not a time,Door,0.5\n", 1, 0, 0,
                            {"unparseable timestamp": 1}),
-    "missing_stream.csv": (LONG + ",r1,2026-01-01T00:00:14,Door,0.5\n", 1, 0, 0,
-                           {"missing stream_id": 1}),
+    "missing_stream.csv": (LONG + ",r1,2026-01-01T00:00:14,Door,0.5\n"
+                           '"\t",r1,2026-01-01T00:00:14,Door,0.5\n'  # blank: tab, newline
+                           '" \n ",r1,2026-01-01T00:00:14,Door,0.5\n', 3, 0, 0,
+                           {"missing stream_id": 3}),
+    "single_quotes.jsonl": ("{'stream_id': 'sq', 'ts': '2026-01-01T00:00:30', "
+                            "'symbol': 'Door', 'score': 0.5}\n", 1, 0, 0,
+                            {"malformed JSON line (not one JSON object)": 1}),
     "outside_day.csv": (LONG + good("c") + "s,r1,2026-01-02T00:00:00,Door,0.5\n"
                         "s,r1,2026-01-01T23:30:00-05:00,Door,0.5\n", 3, 1, 1,
                         {"outside batch day": 2}),
@@ -333,7 +338,8 @@ def test_what_the_columns_cannot_show_is_kept_raw(night):
         "s,r1,2026-01-01T00:00:16,Door,0.5,extra", "s,r1,2026-01-01T00:00:17,Door"]
     assert set(raw["malformed JSON line (not one JSON object)"]) == {
         '{"stream_id": "j", "ts": "2026-01-01T00:00:21"',
-        '[{"stream_id": "j"}, {"stream_id": "k"}]'}
+        '[{"stream_id": "j"}, {"stream_id": "k"}]',
+        "{'stream_id': 'sq', 'ts': '2026-01-01T00:00:30', 'symbol': 'Door', 'score': 0.5}"}
     assert json.loads(raw["column 'Kitchen' is not in the domain"]) == {
         "stream_id": "w", "ts": "2026-01-01T00:00:00", "Kitchen": "0.9", "Room": "0.1"}
     assert json.loads(raw["unknown column 'note'"])["note"] == "hello"

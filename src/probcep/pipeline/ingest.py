@@ -293,7 +293,8 @@ def checked(records, settings: Settings, wide_rows: bool = True):
                                                       F.lit("'"))),
         (F.col("extra").isNotNull(), F.concat(F.lit("column '"), unknown,
                                               F.lit("' is not in the domain"))),
-        (F.col("stream_id").isNull() | (F.trim("stream_id") == ""), "missing stream_id"),
+        (F.col("stream_id").isNull() | F.col("stream_id").rlike(r"^\s*$"),  # tabs too
+         "missing stream_id"),
         (ts.isNull(), "unparseable timestamp"),
         (~F.col("ts").rlike(DATE_FIRST), "timestamp has no date"),  # null when typed
         # a zeroed clock (0000-01-01): Spark reads the year, Python and Arrow hold none

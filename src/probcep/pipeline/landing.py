@@ -389,7 +389,8 @@ def _json(spark, path: Path, domain):
     from pyspark.sql import functions as F
 
     lines = spark.read.text(literal(path)).where(F.trim("value") != "")
-    parsed = F.from_json("value", "map<string,string>")
+    parsed = F.from_json("value", "map<string,string>",  # JSON, not JavaScript's quotes
+                         {"allowSingleQuotes": "false"})
     # a number too large for a double comes out of from_json as the text "Infinity"
     parsed = F.transform_values(parsed, lambda k, v: F.regexp_replace(
         v, r'^"(-?Infinity)"$', "$1"))
