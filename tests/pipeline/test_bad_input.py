@@ -84,6 +84,12 @@ KINDS = {
                            '"\t",r1,2026-01-01T00:00:14,Door,0.5\n'  # blank: tab, newline
                            '" \n ",r1,2026-01-01T00:00:14,Door,0.5\n', 3, 0, 0,
                            {"missing stream_id": 3}),
+    # Spark ends every line as the header's ends: other endings would run records together
+    # or put a line feed in front of their stream ids
+    "cr_header_crlf.csv": (LONG.replace("\n", "\r") + good("cc").replace("\n", "\r\n") * 2,
+                           1, 0, 0, {"unreadable file: mixed line endings": 1}),
+    "lf_header_cr.csv": (LONG + good("lc").replace("\n", "\r") * 3, 1, 0, 0,
+                         {"unreadable file: mixed line endings": 1}),
     "single_quotes.jsonl": ("{'stream_id': 'sq', 'ts': '2026-01-01T00:00:30', "
                             "'symbol': 'Door', 'score': 0.5}\n", 1, 0, 0,
                             {"malformed JSON line (not one JSON object)": 1}),

@@ -32,7 +32,6 @@ import bz2
 import csv
 import gzip
 import hashlib
-import itertools
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,8 @@ CORRUPT = "_corrupt_record"
 #: What Java's UTF-8 decoder (the CSV reader) puts where bytes are not UTF-8; Spark's
 #: text reader keeps the bytes instead (`is_valid_utf8` finds them).
 REPLACEMENT = "\ufffd"
+#: Characters after a CSV header read to see what its records' lines end in.
+MIXED_PEEK = 1 << 16
 #: The most columns a landing file may have (the layout's, the domain's and extra
 #: ones): Spark's planning grows with them, and 25,000 ran a 1 GiB driver out of memory.
 MAX_COLUMNS = 4096
@@ -172,13 +173,17 @@ def read_files(spark, files: dict[Path, Hashable], domain) -> list[Opened | Unre
             with COMPRESSIONS.get(compression, open)(
                     path, "rt", encoding="utf-8-sig", newline="") as text:
                 first = text.readline()  # checks the compression too
-                header = next(csv.reader(itertools.chain([first], text)), None)
+                after = text.read(MIXED_PEEK)  # what the records' lines end in
+                header = next(csv.reader([first]), None)
         except (UnicodeDecodeError, OSError, EOFError, ValueError, csv.Error) as e:
             out.append(_unreadable(path, fmt, compression, e))
             continue
         problem = _header_problem([h.strip() for h in header or []])
+        mixed = _mixed_endings(first, after)
         if problem:
             out.append(Unreadable(path, *problem))
+        elif mixed:
+            out.append(Unreadable(path, "mixed line endings", mixed))
         elif any("\n" in h or "\r" in h for h in header or []):
             # a quote never closed: the rest of the file would be the header, its
             # records none (and counted as none)
@@ -217,6 +222,20 @@ def _holds_other_format(path: Path) -> str | None:
     for magic, (what, suffix) in MAGIC.items():
         if start.startswith(magic) and (magic != b"BZh" or start[3:4].isdigit()):
             return f"it holds {what}" + (f": name it {path.name}{suffix}" if suffix else "")
+    return None
+
+
+def _mixed_endings(first: str, after: str) -> str | None:
+    """Why lines cannot be told apart, from the header line and what follows it: Spark
+    ends every line as the header's ends, so records ending otherwise would be read as
+    one record (an LF header, CR records) or keep an LF in their first field (a CR
+    header, LF or CRLF records). LF and CRLF mix (the CR is taken off), as a CR inside a
+    quoted field may."""
+    body = after[:-1] if after.endswith("\r") else after  # its LF may be past the peek
+    if first.endswith("\r") and "\n" in body:
+        return "the header ends in CR, records in LF or CRLF"
+    if first.endswith("\n") and "\r" in body.replace("\r\n", "") and "\n" not in body:
+        return "the header ends in LF, records in CR"
     return None
 
 
