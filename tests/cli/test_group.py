@@ -249,3 +249,11 @@ def test_a_window_no_match_fits_in_is_warned_of_once(tmp_path, capsys, suffix, f
     if frame is not FIG1 and frame.t.is_monotonic_increasing:  # the gap is refused
         return
     assert code == 0 and rows == []
+
+
+def test_an_output_of_dash_is_standard_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "fig1.csv"
+    FIG1.to_csv(path, index=False)
+    code, rows, _ = group(capsys, path, *options("single", 0, None), "-o", "-")
+    assert code == 0 and len(rows) == 1 and not (tmp_path / "-").exists()

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from probcep.cli.approx_output import stream_matches, symbol_codes, write_matches
+from probcep.cli.destinations import output_path
 from probcep.cli.stream_files import (
     INEXACT,
     inexact_integers,
@@ -71,7 +72,7 @@ def register(sub) -> None:
                    help=f"refuse to print more than N matches (default {DEFAULT_MAX_MATCHES})")
     p.add_argument("--stats", action="store_true",
                    help="print work units, candidates and seconds per stream on stderr")
-    p.add_argument("-o", "--output", type=Path,
+    p.add_argument("-o", "--output", type=output_path,
                    help="write JSON lines here, not to stdout (Parquet if it ends in .parquet)")
     p.set_defaults(handler=run)
 

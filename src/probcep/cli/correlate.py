@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from probcep.cli.destinations import output_path
 from probcep.cli.output import write_lines
 from probcep.cli.stream_files import read_blocks, where
 from probcep.engine import PatternError, Query, StreamMatcher
@@ -56,7 +57,7 @@ def register(sub) -> None:
                    help="print groups whose correlation probability is >= τ (default 0)")
     p.add_argument("--strategy", choices=STRATEGIES, default="auto",
                    help="how the archive is read (the rows never change; default auto)")
-    p.add_argument("-o", "--output", type=Path,
+    p.add_argument("-o", "--output", type=output_path,
                    help="write JSON lines here, not to stdout (Parquet if it ends in .parquet)")
     p.set_defaults(handler=run)
 

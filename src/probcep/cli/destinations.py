@@ -15,6 +15,14 @@ from pathlib import Path
 from probcep.errors import ProbcepError
 
 
+def output_path(text: str) -> Path | None:
+    """An `-o` value: `-` is standard output, as for most commands, not a file named -."""
+    return None if text == "-" else Path(text)
+
+
+output_path.__name__ = "path"  # what argparse calls the type in a refusal
+
+
 def check_output(path: Path, inputs=()) -> None:
     """Refuse an output file that cannot be written: a folder, one of the command's
     `inputs` (it would be replaced by what is read from it), or a file in a folder that

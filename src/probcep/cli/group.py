@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probcep.cli.destinations import replacing
+from probcep.cli.destinations import output_path, replacing
 from probcep.cli.group_stream import run_streamed
 from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks, where
@@ -41,7 +41,7 @@ def register(sub) -> None:
                    help="continue from the state saved by an earlier batch")
     p.add_argument("--save-state", type=Path, metavar="STATE",
                    help="INPUT is not the streams' end: keep open groups in STATE")
-    p.add_argument("-o", "--output", type=Path,
+    p.add_argument("-o", "--output", type=output_path,
                    help="write JSON lines here, not to stdout (Parquet if it ends in .parquet)")
     p.set_defaults(handler=run)
 

@@ -8,6 +8,8 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from probcep.cli.destinations import output_path
+
 
 def utc_time(text: str) -> dt.datetime:
     """An ISO time, UTC unless it has an offset: a time with an offset and one without
@@ -31,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("--settings", type=Path,
                    help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
     p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
-    p.add_argument("-o", "--output", type=Path, help="write the rows here as CSV")
+    p.add_argument("-o", "--output", type=output_path, help="write the rows here as CSV")
     p.set_defaults(handler=run)
 
 
