@@ -825,3 +825,30 @@ def test_slice_times_with_and_without_an_offset_compare_as_utc(tmp_path, capsys,
     assert len(err.splitlines()) == 1
     assert ("is not after its start" in err) == refused
     assert refused or "no silver table here" in err
+
+
+@pytest.mark.parametrize("verb, option", [("group", "--threshold"),
+                                          ("correlate", "--min-probability")])
+@pytest.mark.parametrize("value", ["1e-400", "0.00001e-320"])
+def test_a_probability_that_underflows_is_not_taken_as_zero(tmp_path, capsys, verb, option,
+                                                              value):
+    """θ = 1e-400 as a double is 0, which keeps every match: refused, not run as θ = 0."""
+    path = tmp_path / "s.csv"
+    STREAMS.to_csv(path, index=False)
+    extra = (["--pattern", "a", "--policy", "single"] if verb == "group" else
+             ["--live-pattern", "a", "--archive-pattern", "b", "--policy", "single",
+              "--lookback", "5"])
+    with pytest.raises(SystemExit) as exit_:
+        main([verb, str(path), *extra, option, value])
+    assert exit_.value.code == 2
+    assert f"{value} is below the smallest positive double" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "0.0", "0e-400", "5e-324"])
+def test_zero_and_the_smallest_double_are_taken(tmp_path, capsys, value):
+    path = tmp_path / "s.csv"
+    STREAMS.to_csv(path, index=False)
+    code, out, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
+                         "--threshold", value)
+    assert code == 0, err
+    assert out.count("\n") == 3  # a match of `a` at each of t = 1, 2, 3

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from probcep.cli.destinations import output_path
+from probcep.cli.numbers import probability
 from probcep.cli.output import write_lines
 from probcep.cli.stream_files import read_blocks, where
 from probcep.engine import PatternError, Query, StreamMatcher
@@ -40,7 +41,7 @@ def register(sub) -> None:
                    help=".csv, .parquet or .jsonl with stream_id, t and one column per symbol")
     p.add_argument("--live-pattern", required=True, metavar="P", help="live pattern")
     p.add_argument("--policy", choices=("single", "complete"), required=True)
-    p.add_argument("--threshold", type=float, default=0.0, metavar="θ",
+    p.add_argument("--threshold", type=probability, default=0.0, metavar="θ",
                    help="live match threshold θ in [0, 1] (default 0)")
     p.add_argument("--window", type=int, default=None, metavar="W",
                    help="longest live match in timesteps (default: no limit)")
@@ -53,7 +54,7 @@ def register(sub) -> None:
                    help="the range ends G >= 1 timesteps before t_start (default 1)")
     p.add_argument("--mode", choices=MODES, default="exists",
                    help="the archive pattern must occur (exists) or not (absent)")
-    p.add_argument("--min-probability", type=float, default=0.0, metavar="τ",
+    p.add_argument("--min-probability", type=probability, default=0.0, metavar="τ",
                    help="print groups whose correlation probability is >= τ (default 0)")
     p.add_argument("--strategy", choices=STRATEGIES, default="auto",
                    help="how the archive is read (the rows never change; default auto)")

@@ -8,6 +8,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from probcep.cli.numbers import probability
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -25,7 +27,7 @@ def register(sub) -> None:
                    help="only this registered pattern (repeatable; default: every "
                         "registered exact pattern the episodes name)")
     at = p.add_mutually_exclusive_group()
-    at.add_argument("--threshold", type=float, metavar="P",
+    at.add_argument("--threshold", type=probability, metavar="P",
                     help="groups with probability >= P count as raised (default: the "
                          "published alerts, at each pattern's alert threshold)")
     at.add_argument("--sweep", action="store_true",

@@ -13,6 +13,7 @@ import numpy as np
 
 from probcep.cli.destinations import output_path, replacing
 from probcep.cli.group_stream import run_streamed
+from probcep.cli.numbers import probability
 from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks, where
 from probcep.engine import Query, StreamMatcher
@@ -31,7 +32,7 @@ def register(sub) -> None:
                    help=".csv, .parquet or .jsonl with stream_id, t and one column per symbol")
     p.add_argument("--pattern", required=True, help="pattern, e.g. 'Door Room+ Door'")
     p.add_argument("--policy", choices=("single", "complete"), required=True)
-    p.add_argument("--threshold", type=float, default=0.0, metavar="θ",
+    p.add_argument("--threshold", type=probability, default=0.0, metavar="θ",
                    help="match threshold θ in [0, 1] (default 0: every positive match)")
     p.add_argument("--window", type=int, default=None, metavar="W",
                    help="longest match in timesteps (default: no limit)")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probcep.cli.numbers import probability
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
 from probcep.errors import ProbcepError
@@ -45,7 +46,7 @@ def register(sub) -> None:
     p.add_argument("--pattern", required=True,
                    help="a pattern (with INPUT) or a registered pattern's name (with --lake)")
     p.add_argument("--policy", choices=("single", "complete"), default="complete")
-    p.add_argument("--threshold", type=float, default=0.0, metavar="θ")
+    p.add_argument("--threshold", type=probability, default=0.0, metavar="θ")
     p.add_argument("--window", type=int, default=None, metavar="W")
     p.add_argument("--from", dest="t_from", type=when, metavar="WHEN",
                    help="first time to draw: a timestamp (with --lake) or a timestep")
