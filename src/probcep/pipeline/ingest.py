@@ -56,7 +56,11 @@ WIDE_SUM_TOLERANCE = 1e-6
 MAX_SCORE = 1e300
 #: A timestamp starts with a full date: Spark would stamp a bare time (`12:00`) with the
 #: day the job runs, and read `2026` as 2026-01-01T00:00.
-DATE_FIRST = r"^\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}([T ]|$)"
+DATE_FIRST = r"^\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}([Tt ]|$)"
+#: RFC 3339 (§5.6) allows a lowercase `t` and `z`, which Spark's parser refuses: they are
+#: upper-cased first (only those two letters: a zone name such as `Europe/Paris` is kept).
+LOWER_T = (r"^(\s*[+-]?\d{4,}-\d{1,2}-\d{1,2})t", "$1T")
+LOWER_Z = (r"(\d)z(\s*)$", "$1Z$2")
 UNIX_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: ISO 8601 minutes with a zone (`23:30Z`, `23:30-05:00`): Spark reads a zone only after
 #: the seconds, so `:00` goes in before it.
@@ -276,8 +280,9 @@ def checked(records, settings: Settings, wide_rows: bool = True):
     domain = settings.domain
     first, stop = F.col("_first"), F.col("_stop")
     clock = settings.clock
+    text = F.regexp_replace(F.regexp_replace("ts", *LOWER_T), *LOWER_Z)
     ts = F.coalesce(F.col("_ts"), F.try_to_timestamp(  # typed or text
-        F.regexp_replace("ts", NO_SECONDS, "$1:00$2")))
+        F.regexp_replace(text, NO_SECONDS, "$1:00$2")))
     t = F.floor((F.unix_micros(ts) - F.lit(clock.epoch_micros)) / F.lit(clock.step_micros))
     score = F.coalesce(F.col("_score"), F.col("score").try_cast("double"))
     long, wide = F.col("layout") == "long", F.col("layout") == "wide"
