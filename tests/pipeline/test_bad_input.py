@@ -130,6 +130,16 @@ KINDS = {
                         '"symbol": "Door", "score": 1}\n', 4, 1, 1,
                         {"malformed JSON line (not one JSON object)": 2,
                          "malformed JSON line (a key given twice)": 1}),
+    "lone_surrogate.jsonl": ('{"stream_id": "u\\ud800", "ts": "2026-01-01T00:00:31", '
+                             '"symbol": "Door", "score": 0.5}\n'
+                             '{"stream_id": "u\\udc00x", "ts": "2026-01-01T00:00:31", '
+                             '"symbol": "Door", "score": 0.5}\n'
+                             '{"stream_id": "u\\ud83d\\ude00", "ts": "2026-01-01T00:00:31", '
+                             '"symbol": "Door", "score": 0.5}\n'  # a pair: one character
+                             '{"stream_id": "u\\\\ud800", "ts": "2026-01-01T00:00:31", '
+                             '"symbol": "Door", "score": 0.5}\n', 4, 2, 2,  # a backslash
+                             {"malformed JSON line (an escaped UTF-16 surrogate without its "
+                              "pair)": 2}),
     "not_plain.jsonl": ('{"stream_id": "n1", "ts": "2026-01-01T00:00:28", "symbol": "Door", '
                         '"score": 0.5}{"stream_id": "lost", "ts": "2026-01-01T00:00:28", '
                         '"symbol": "Room", "score": 0.5}\n'

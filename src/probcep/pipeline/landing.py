@@ -404,6 +404,11 @@ def _csv(spark, paths: list[Path], domain, header: list[str],
     return [Opened(p, records) for p in paths]
 
 
+#: `\uD800`..`\uDBFF` not followed by `\uDC00`..`\uDFFF`, or the second without the first.
+LONE_SURROGATE = (r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                  r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
 def _json(spark, path: Path, domain):
     from pyspark.sql import functions as F
 
@@ -426,10 +431,15 @@ def _json(spark, path: Path, domain):
     # object of plain values
     plain = F.regexp_replace("value", r'"(?:[^"\\]++|\\.)*+"', '""').rlike(
         r"^\s*\{[^{}\[\]]*\}\s*$")
+    # an escaped UTF-16 surrogate without its other half is no character: Spark's parser
+    # made it `?`, so two such stream ids became one (escaped backslashes go first)
+    lone = F.regexp_replace("value", r"\\\\", "").rlike(LONE_SURROGATE)
     malformed = (F.when(m.isNull(), "malformed JSON line (not one JSON object)")
                  .when(~plain, "malformed JSON line (not one object of plain values: "
                                "text after it, or an object or array inside)")
-                 .when(twice, "malformed JSON line (a key given twice)"))
+                 .when(twice, "malformed JSON line (a key given twice)")
+                 .when(lone, "malformed JSON line (an escaped UTF-16 surrogate without its "
+                             "pair)"))
     return _records(
         frame, F.lit(str(path)), layout, domain, lambda name: m[name],
         lambda name: F.map_contains_key(m, name),
