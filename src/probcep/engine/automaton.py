@@ -286,6 +286,8 @@ def compile_pattern(pattern: str, domain) -> Dfa:
     empty sequence and one that can match nothing at all over this domain.
     """
     domain = tuple(domain)
+    if any(not isinstance(s, str) or not s for s in domain):
+        raise InputError(f"domain symbols must be non-empty strings, got {domain!r}")
     if len(set(domain)) != len(domain) or not domain:
         raise InputError(f"domain must be a non-empty list of distinct symbols, got {domain!r}")
     tree = parse(pattern)

@@ -48,6 +48,8 @@ CARRY_AFTER = CHUNK_ROWS
 #: The longest window (35,000 years of seconds): window arithmetic on 64-bit times, and
 #: the shared pass's blocks of `COVER_BLOCK` windows, must not overflow.
 MAX_WINDOW = 2 ** 40
+#: Timesteps are 64-bit integers (docs/semantics.md §1).
+T_MIN, T_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 class QueryError(ProbcepError, ValueError):
@@ -65,6 +67,13 @@ class Query:
     method: str = "transducer"
 
     def __post_init__(self):
+        window, threshold = self.window, self.threshold
+        if window is not None and (isinstance(window, bool) or not isinstance(
+                window, (int, np.integer))):
+            raise QueryError(f"window must be a positive integer or None, got {window!r}")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.integer,
+                                                                      np.floating)):
+            raise QueryError(f"threshold must be a number in [0, 1], got {threshold!r}")
         if self.policy not in POLICIES:
             raise QueryError(f"policy must be one of {POLICIES}, got {self.policy!r}")
         if self.method not in METHODS:
@@ -167,6 +176,12 @@ class StreamMatcher:
                              f"got shape {probs.shape}")
         if self.next_t is not None and t0 != self.next_t:
             raise InputError(f"stream continues at t={self.next_t}, block starts at t={t0}")
+        if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)):
+            raise InputError(f"a block starts at an integer timestep, got t0={t0!r}")
+        t0 = int(t0)
+        if not T_MIN <= t0 <= T_MAX - max(len(probs) - 1, 0):
+            raise InputError(f"a block of {len(probs)} rows from t={t0} leaves the 64-bit "
+                             f"timesteps [{T_MIN}, {T_MAX}]")
         if t0 <= NONE < t0 + len(probs):
             raise InputError(f"t={NONE} (-2^62) is the one timestep the engine cannot take: "
                              "it keeps it for 'none'")
@@ -268,6 +283,8 @@ class StreamMatcher:
         """Carry the pass of each open single-overlap group older than CARRY_AFTER on to
         the group's end (from where it stopped, or from the group's start); the passes of
         groups that merged into an earlier one or were emitted go."""
+        if self.next_t is None:  # never fed a row: nothing is open
+            return
         carried = {}
         old = self.next_t - CARRY_AFTER
         for start, end in self.open_i[: self.n_open, [START, END]].tolist():

@@ -99,7 +99,7 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
-_BRACE = re.compile(r"\{\s*(\d+)\s*(?:(,)\s*(\d*)\s*)?\}")
+_BRACE = re.compile(r"\{\s*([0-9]+)\s*(?:(,)\s*([0-9]*)\s*)?\}")  # ASCII digits only
 
 
 @dataclass(frozen=True)
