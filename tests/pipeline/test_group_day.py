@@ -175,3 +175,38 @@ def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark,
     # (a backfill run again in order) leaves them right: no warning
     again = group_day(context(tmp_path / "in_order", source, "again"), DAY0 + dt.timedelta(1))
     assert again.grouped_after == () and again.warning() is None
+
+
+def test_a_rerun_killed_on_its_walk_and_run_again_walks_on(spark, tmp_path, monkeypatch):
+    """Killed after writing the new states of the day after the fix, a rerun run again
+    finds them equal to what it computes: without the earlier run's mark it stopped there
+    and left the later days on the old data (QA, 2026-11-26). With the mark it walks on
+    to the last processed day."""
+    from probcep.pipeline import rerun
+
+    silver = make_silver(days=4, seed=3)
+    for k in range(4):
+        night(tmp_path, silver, k)
+    fixed = silver.copy()
+    day1 = (fixed.t >= STEPS_PER_DAY) & (fixed.t < 2 * STEPS_PER_DAY) & (fixed.stream_id == "s0")
+    fixed.loc[day1, list(DOMAIN)] = [0.0, 0.0, 1.0]
+    real, fix_day = rerun.publish_alerts, DAY0 + dt.timedelta(1)
+
+    def killed_after_day_2s_states(ctx, day):
+        if day == DAY0 + dt.timedelta(2):
+            raise KeyboardInterrupt("killed after writing day 2's groups and states")
+        return real(ctx, day)
+
+    monkeypatch.setattr(rerun, "publish_alerts", killed_after_day_2s_states)
+    with pytest.raises(KeyboardInterrupt):
+        rerun_days(context(tmp_path, daily(fixed, tmp_path / "fixed"), "try-1"), fix_day,
+                   fix_day)
+    assert [m["run_id"] for m in rerun.unfinished_reruns(tmp_path)] == ["try-1"]
+    monkeypatch.setattr(rerun, "publish_alerts", real)
+    done = rerun_days(context(tmp_path, daily(fixed, tmp_path / "fixed2"), "try-2"), fix_day,
+                      fix_day)
+    assert [d.day for d in done] == [DAY0 + dt.timedelta(k) for k in (1, 2, 3)]
+    assert rerun.unfinished_reruns(tmp_path) == []
+    for k in range(4):
+        night(tmp_path / "fresh", fixed, k)
+    pd.testing.assert_frame_equal(group_rows(tmp_path), group_rows(tmp_path / "fresh"))

@@ -5,7 +5,11 @@ day's folder are picked up: normalizing a day reads every batch ingested on or a
 it). Grouping restarts from the states saved before the first fixed day and walks every
 processed day in order, replacing groups, states and alerts; past the fixed range it
 stops at the first day whose recomputed states equal the stored ones, since every later
-day would come out the same. A rerun of unchanged data changes no gold rows. Correlations
+day would come out the same. A rerun of unchanged data changes no gold rows. That test
+needs the stored states of later days to be those of the data before the fix: a rerun
+that died on its walk left the new states of some days and the old ones after them, so a
+rerun leaves a mark in `_reruns/` until it ends, and while an earlier rerun's mark is
+there, the walk does not stop early (it recomputes every later processed day). Correlations
 are recomputed for the regrouped days and for the later nights whose archive range
 reaches into the fixed days (`correlation_days`), with their alert changes.
 """
@@ -13,8 +17,10 @@ reaches into the fixed days (`correlation_days`), with their alert changes.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow.compute as pc
 
@@ -30,6 +36,9 @@ from probcep.pipeline.group_day import (
 )
 from probcep.pipeline.publish_alerts import AlertChanges, publish_alerts
 from probcep.pipeline.run import days_between
+
+#: The lake's folder of marks of reruns in progress (`<run id>.json`).
+RERUN_MARKS = "_reruns"
 
 
 @dataclass(frozen=True)
@@ -47,9 +56,38 @@ def processed_days(ctx: RunContext, since: dt.date) -> list[dt.date]:
     return sorted(set(rows["batch_date"].to_pylist()))
 
 
+def unfinished_reruns(lake: Path) -> list[dict]:
+    """The marks of reruns that began and did not end (killed, or failed)."""
+    folder = Path(lake) / RERUN_MARKS
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] \
+        if folder.is_dir() else []
+
+
 def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
                reason: str = "") -> list[RerunDay]:
     """After a fix to first..last: recompute from the states before `first`."""
+    earlier = unfinished_reruns(ctx.lake)
+    for mark in earlier:
+        ctx.echo(f"an earlier rerun ({mark['run_id']}, {mark['first']}..{mark['last']}) did "
+                 "not finish: every later processed day is recomputed")
+    folder = Path(ctx.lake) / RERUN_MARKS
+    folder.mkdir(parents=True, exist_ok=True)
+    mine = folder / f"{ctx.run_id}.json"
+    mine.write_text(json.dumps({"run_id": ctx.run_id, "first": first.isoformat(),
+                                "last": last.isoformat(), "reason": reason}))
+    done = _rerun(ctx, first, last, reason, stop_early=not earlier)
+    mine.unlink()
+    for mark in earlier:  # repaired when this rerun fixed at least its days
+        if first.isoformat() <= mark["first"] and mark["last"] <= last.isoformat():
+            (folder / f"{mark['run_id']}.json").unlink(missing_ok=True)
+        else:
+            ctx.echo(f"the earlier rerun {mark['run_id']} fixed {mark['first']}.."
+                     f"{mark['last']}, outside this one's days: run it again")
+    return done
+
+
+def _rerun(ctx: RunContext, first: dt.date, last: dt.date, reason: str,
+           stop_early: bool) -> list[RerunDay]:
     fixed = days_between(first, last)
     ctx.source.prepare(ctx, fixed)
     done = []
@@ -65,7 +103,7 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
             ctx.echo(f"{day}: recomputed, groups "
                      f"{'replaced' if result.groups_written else 'unchanged'}, alerts "
                      f"+{done[-1].alerts.added} -{done[-1].alerts.retracted}")
-            if day > last and same_rows(new_states, stored):
+            if stop_early and day > last and same_rows(new_states, stored):
                 break
             states = new_states.filter(pc.not_equal(new_states["stream_id"], PROCESSED))
     if ctx.approximate:
