@@ -128,7 +128,7 @@ def test_resuming_with_another_query_is_refused(tmp_path, capsys):
     state = tmp_path / "st"
     assert group(capsys, path, *options("single", 0, 3), "--save-state", str(state))[0] == 0
     code, _, err = group(capsys, path, *options("single", 0, 4), "--resume-from", str(state))
-    assert code == 2 and "state was saved for" in err
+    assert code == 2 and "state was saved for another query: window 3 then, 4 now" in err
 
 
 def test_resuming_must_continue_where_the_state_stopped(tmp_path, capsys):

@@ -17,6 +17,7 @@ from probcep.cli.numbers import probability
 from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks, where
 from probcep.engine import Query, StreamMatcher
+from probcep.engine.grouping import query_differences
 from probcep.engine.transducer import Transducer
 from probcep.errors import InputError, ProbcepError, ProbcepWarning, writing
 
@@ -118,8 +119,8 @@ def load_state(path: Path, query: Query, transducer: Transducer) -> dict[str, St
             if not isinstance(header, dict) or header.get("format") != STATE_FILE_FORMAT:
                 raise InputError(f"{path}: not a probcep state file")
             if header["query"] != query.describe():
-                raise InputError(f"{path}: state was saved for {header['query']}, "
-                                 f"not for {query.describe()}")
+                raise InputError(f"{path}: state was saved for another query: "
+                                 + query_differences(header["query"], query.describe()))
             return {sid: StreamMatcher.from_bytes(query, archive[f"stream_{i}"].tobytes(),
                                                   transducer)
                     for i, sid in enumerate(header["streams"])}

@@ -96,6 +96,12 @@ class Query:
                 "window": self.window, "method": self.method}
 
 
+def query_differences(saved: dict, now: dict) -> str:
+    """What differs between two `Query.describe()`s, for a refusal to resume a state."""
+    return "; ".join(f"{k} {saved.get(k)!r} then, {now.get(k)!r} now"
+                     for k in now if saved.get(k) != now.get(k))
+
+
 @dataclass(frozen=True)
 class Group:
     t_start: int
@@ -389,7 +395,7 @@ class StreamMatcher:
                 raise InputError(f"not a probcep stream state (format {header.get('format')!r})")
             if header["query"] != query.describe():
                 raise InputError("saved state was made by a different query: "
-                                 f"{header['query']} != {query.describe()}")
+                                 + query_differences(header["query"], query.describe()))
             m = cls(query, transducer)
             m.next_t = header["next_t"]
             m.rows_t0 = header["rows_t0"]
