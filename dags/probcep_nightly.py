@@ -97,14 +97,30 @@ def check_landing(landing_dir: Path, day: str, now: dt.datetime) -> list[str] | 
     silence); None while it may still become complete; LandingError when it is still
     incomplete after the deadline."""
     folder = landing_dir / day
+    if not landing_dir.is_dir():  # a mistyped root would be waited for until the deadline
+        raise LandingError(f"{landing_dir}: no such landing folder (landing_dir of the "
+                           "settings, or PROBCEP_LANDING_DIR)")
     if not landing_complete(landing_dir, day):
+        if now >= landing_deadline(day) and not folder.exists():
+            # past its deadline, a day that never got a folder is for ingest to take as
+            # silence (or refuse: `missing_day`), as `probcep run` does in a backfill
+            print(f"{folder}: no landing folder, past its deadline "
+                  f"{landing_deadline(day):%Y-%m-%d %H:%M} UTC")
+            return []
         if now >= landing_deadline(day):
             raise LandingError(
                 f"{folder} is not complete at {now:%Y-%m-%d %H:%M} UTC, past its deadline "
                 f"{landing_deadline(day):%Y-%m-%d %H:%M} UTC: neither {folder / COMPLETE_MARKER}"
                 f" nor the next day's folder exists")
         return None
-    return sorted(p.name for p in folder.glob("*") if p.suffix.lower() in LANDING_SUFFIXES)
+    return sorted(p.name for p in folder.glob("*") if _data_file(p.name))
+
+
+def _data_file(name: str) -> bool:
+    """A name ingest reads as data: a known format, maybe gzip or bzip2 compressed (a
+    marker's name starts with `_` or `.`)."""
+    plain = name.lower().removesuffix(".gz").removesuffix(".bz2")
+    return not name.startswith(("_", ".")) and plain.endswith(LANDING_SUFFIXES)
 
 
 #: The run's day in templates (`run_day`, a macro of the DAG).
@@ -156,16 +172,14 @@ def probcep_nightly():
 
     @task(retries=0)
     def list_patterns() -> list[str]:
-        """The names of the registered patterns (patterns.yaml), sorted."""
-        import yaml
-
+        """The names of the registered patterns (patterns.yaml), sorted, checked as the
+        steps check them (a bad registry fails here, naming its file and line, not after
+        ingest and normalize)."""
+        from probcep.config.registry import load_registry
         from probcep.config.settings import load_settings
 
-        path = load_settings().registry
-        names = sorted((yaml.safe_load(path.read_text()) or {}).get("patterns") or {})
-        if not names:
-            raise ValueError(f"{path}: no patterns registered")
-        return names
+        s = load_settings()
+        return sorted(load_registry(s.registry, s.silver_domain))
 
     @task(retries=0)
     def group_args(name: str, dag_run=None) -> list[str]:
@@ -173,13 +187,15 @@ def probcep_nightly():
 
     @task(retries=0)
     def list_correlations() -> list[str]:
-        """The names of the registered correlations (patterns.yaml), sorted (maybe none)."""
-        import yaml
-
+        """The names of the registered correlations (patterns.yaml), sorted (maybe none),
+        checked as `correlate-day` checks them."""
+        from probcep.config.correlations import load_correlations
+        from probcep.config.registry import load_registry
         from probcep.config.settings import load_settings
 
-        path = load_settings().registry
-        return sorted((yaml.safe_load(path.read_text()) or {}).get("correlations") or {})
+        s = load_settings()
+        return sorted(load_correlations(s.registry, s.silver_domain,
+                                        load_registry(s.registry, s.silver_domain), s.step))
 
     @task(retries=0)
     def correlate_args(name: str, dag_run=None) -> list[str]:

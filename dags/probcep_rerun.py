@@ -66,17 +66,20 @@ def probcep_rerun():
         last = dt.date.fromisoformat(params["date_to"])
         if last < first:
             raise ValueError(f"date_to {last} is before date_from {first}")
+        today = dt.datetime.now(dt.UTC).date()
+        if last > today:  # the job would refuse it, after a spark-submit and a retry
+            raise ValueError(f"date_to {last} has not begun (today is {today}, UTC)")
         patterns = list(params.get("patterns") or [])
         if patterns:
-            import yaml
-
+            from probcep.config.registry import load_registry
             from probcep.config.settings import load_settings
 
-            path = load_settings().registry
-            known = (yaml.safe_load(path.read_text()) or {}).get("patterns") or {}
+            s = load_settings()
+            known = load_registry(s.registry, s.silver_domain)  # checked as the job will
             unknown = [p for p in patterns if p not in known]
             if unknown:
-                raise ValueError(f"{path}: no pattern(s) {unknown}; known: {sorted(known)}")
+                raise ValueError(f"{s.registry}: no pattern(s) {unknown}; known: "
+                                 f"{sorted(known)}")
         args = ["--from", first.isoformat(), "--to", last.isoformat(),
                 "--reason", params["reason"]]
         for name in patterns:

@@ -133,3 +133,24 @@ def test_a_complete_day_without_data_files_is_left_to_ingest(nightly, tmp_path):
     assert nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 2, tzinfo=dt.UTC)) == []
     write_day(tmp_path, DAYS[2])  # no folder for DAYS[1], but deliveries went on
     assert nightly.check_landing(tmp_path, DAYS[1], dt.datetime(2026, 1, 3, tzinfo=dt.UTC)) == []
+
+
+def test_past_its_deadline_a_day_without_a_folder_is_left_to_ingest(nightly, tmp_path):
+    """A backfill over quiet days: no folder for DAYS[0] nor DAYS[1] (QA, 2026-11-26: the
+    first failed the night, which `probcep run` takes as silence)."""
+    write_day(tmp_path, DAYS[2], "readings.csv")
+    assert nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 2, tzinfo=dt.UTC)) \
+        is None  # before its deadline it may still come
+    assert nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 3, tzinfo=dt.UTC)) == []
+    write_day(tmp_path, DAYS[0], "readings.csv")  # a folder, never completed: refused
+    with pytest.raises(nightly.LandingError, match="past its deadline"):
+        nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 3, tzinfo=dt.UTC))
+
+
+def test_compressed_files_are_data_and_a_missing_root_is_refused_at_once(nightly, tmp_path):
+    write_day(tmp_path, DAYS[0], "a.csv.gz", "b.jsonl.bz2", "c.txt.gz", "_COMPLETE", ".x.csv")
+    assert nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 2, tzinfo=dt.UTC)) \
+        == ["a.csv.gz", "b.jsonl.bz2"]
+    with pytest.raises(nightly.LandingError, match="no such landing folder"):
+        nightly.check_landing(tmp_path / "mistyped", DAYS[0], dt.datetime(2026, 1, 2,
+                                                                          tzinfo=dt.UTC))

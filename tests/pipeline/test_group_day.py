@@ -192,20 +192,24 @@ def test_a_rerun_killed_on_its_walk_and_run_again_walks_on(spark, tmp_path, monk
     fixed.loc[day1, list(DOMAIN)] = [0.0, 0.0, 1.0]
     real, fix_day = rerun.publish_alerts, DAY0 + dt.timedelta(1)
 
-    def killed_after_day_2s_states(ctx, day):
+    def killed_after_day_2s_states(ctx, day, *args):
         if day == DAY0 + dt.timedelta(2):
             raise KeyboardInterrupt("killed after writing day 2's groups and states")
-        return real(ctx, day)
+        return real(ctx, day, *args)
 
     monkeypatch.setattr(rerun, "publish_alerts", killed_after_day_2s_states)
     with pytest.raises(KeyboardInterrupt):
         rerun_days(context(tmp_path, daily(fixed, tmp_path / "fixed"), "try-1"), fix_day,
-                   fix_day)
+                   fix_day, reason="s0 stayed in")
     assert [m["run_id"] for m in rerun.unfinished_reruns(tmp_path)] == ["try-1"]
     monkeypatch.setattr(rerun, "publish_alerts", real)
     done = rerun_days(context(tmp_path, daily(fixed, tmp_path / "fixed2"), "try-2"), fix_day,
-                      fix_day)
+                      fix_day, reason="s0 stayed in")
     assert [d.day for d in done] == [DAY0 + dt.timedelta(k) for k in (1, 2, 3)]
+    for table in (ALERTS, ALERT_CHANGES):  # the reason in their commits, as in groups'
+        mine = [c for c in DeltaTable(str(table.path(tmp_path))).history()
+                if c.get("run_id") == "try-1"]
+        assert mine and all(c["rerun_reason"] == "s0 stayed in" for c in mine)
     assert rerun.unfinished_reruns(tmp_path) == []
     for k in range(4):
         night(tmp_path / "fresh", fixed, k)

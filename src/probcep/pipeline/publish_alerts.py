@@ -25,9 +25,11 @@ class AlertChanges:
     retracted: int
 
 
-def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
+def publish_alerts(ctx: RunContext, day: dt.date, metadata: dict | None = None
+                   ) -> AlertChanges:
     """Replace the day's alerts of the run's exact patterns by the day's groups at or
-    above their alert threshold; record the changes."""
+    above their alert threshold; record the changes. `metadata` goes into both commits
+    too (a rerun's reason)."""
     missing = ungrouped(ctx, day)
     if missing:  # its alerts would be retracted, and the step would look done
         names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
@@ -40,7 +42,7 @@ def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     added = _anti_join(alerts, before)
     retracted = _anti_join(before, alerts)
     meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
-            "added": added.num_rows, "retracted": retracted.num_rows}
+            "added": added.num_rows, "retracted": retracted.num_rows, **(metadata or {})}
     ALERTS.replace_day(ctx.lake, day, alerts, meta, pattern=names)
     if added.num_rows or retracted.num_rows:
         ALERT_CHANGES.append(ctx.lake, pa.concat_tables([

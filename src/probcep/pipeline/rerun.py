@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
+from probcep.config.registry import load_registry
 from probcep.lake.tables import CORRELATIONS, STATES, same_rows
 from probcep.pipeline.approx_day import approx_day
-from probcep.pipeline.context import RunContext
+from probcep.pipeline.context import LakeSilver, RunContext
 from probcep.pipeline.correlate_day import correlate_day
 from probcep.pipeline.group_day import (
     PROCESSED,
@@ -90,6 +91,14 @@ def _rerun(ctx: RunContext, first: dt.date, last: dt.date, reason: str,
            stop_early: bool) -> list[RerunDay]:
     fixed = days_between(first, last)
     ctx.source.prepare(ctx, fixed)
+    if isinstance(ctx.source, LakeSilver):  # silver of the fixed days is new for every
+        # pattern, but only the chosen ones are regrouped
+        left = sorted(set(load_registry(ctx.settings.registry, ctx.domain))
+                      - {p.name for p in ctx.patterns})
+        if left:
+            ctx.echo(f"warning: {', '.join(left)} not regrouped: their groups and alerts "
+                     f"of {first} and later stay as made from the silver this rerun "
+                     "replaced (rerun without --pattern to include them)")
     done = []
     if ctx.exact:
         days = sorted(set(processed_days(ctx, first)) | set(fixed))
@@ -99,7 +108,8 @@ def _rerun(ctx: RunContext, first: dt.date, last: dt.date, reason: str,
             stored = STATES.read(ctx.lake, STATES.day_filter(day, {"pattern": names}))
             result, _, new_states = group_exact(ctx, day, states=states,
                                                 metadata={"rerun_reason": reason})
-            done.append(RerunDay(day, result, publish_alerts(ctx, day)))
+            done.append(RerunDay(day, result, publish_alerts(ctx, day,
+                                                             {"rerun_reason": reason})))
             ctx.echo(f"{day}: recomputed, groups "
                      f"{'replaced' if result.groups_written else 'unchanged'}, alerts "
                      f"+{done[-1].alerts.added} -{done[-1].alerts.retracted}")
