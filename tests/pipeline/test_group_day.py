@@ -214,3 +214,58 @@ def test_a_rerun_killed_on_its_walk_and_run_again_walks_on(spark, tmp_path, monk
     for k in range(4):
         night(tmp_path / "fresh", fixed, k)
     pd.testing.assert_frame_equal(group_rows(tmp_path), group_rows(tmp_path / "fresh"))
+
+
+def test_publish_killed_between_its_two_commits_records_the_changes_once(spark, tmp_path,
+                                                                          monkeypatch):
+    """publish-alerts commits the changes, then the alerts; killed between the two and run
+    again, it records each change once (QA, 2026-11-26: alerts first, the changes were lost
+    for good, the retry finding nothing to change)."""
+    from probcep.pipeline import publish_alerts as step
+
+    silver = make_silver(days=2, seed=3)
+    for lake in (tmp_path / "killed", tmp_path / "clean"):
+        for k in range(2):
+            night(lake, silver, k)
+    fixed = silver.copy()
+    day1 = (fixed.t >= STEPS_PER_DAY) & (fixed.t < 2 * STEPS_PER_DAY) & (fixed.stream_id == "s0")
+    fixed.loc[day1, list(DOMAIN)] = [0.0, 0.0, 1.0]
+    fix_day = DAY0 + dt.timedelta(1)
+    rerun_days(context(tmp_path / "clean", daily(fixed, tmp_path / "f1"), "clean"), fix_day,
+               fix_day)
+    writes = []
+
+    def second_dies(real, mine):  # whichever of the two commits comes second dies
+        def write(table, *args, **kwargs):
+            if table is mine:
+                writes.append(table.name)
+                if len(writes) == 2:
+                    raise KeyboardInterrupt(f"killed before the commit of {table.name}")
+            return real(table, *args, **kwargs)
+        return write
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tables.Table, "replace_day", second_dies(tables.Table.replace_day,
+                                                                 ALERTS))
+        patched.setattr(tables.Table, "append", second_dies(tables.Table.append,
+                                                            ALERT_CHANGES))
+        if hasattr(step, "commit_once"):
+            patched.setattr(step, "commit_once", second_dies(step.commit_once, ALERT_CHANGES))
+        with pytest.raises(KeyboardInterrupt):
+            rerun_days(context(tmp_path / "killed", daily(fixed, tmp_path / "f2"), "try-1"),
+                       fix_day, fix_day)
+    assert len(writes) == 2
+    rerun_days(context(tmp_path / "killed", daily(fixed, tmp_path / "f3"), "try-2"), fix_day,
+               fix_day)
+
+    def changes(lake):
+        frame = ALERT_CHANGES.read(lake).to_pandas().drop(columns=["changed_by_run", "run_id"])
+        return frame.sort_values(list(frame.columns)).reset_index(drop=True)
+
+    assert len(changes(tmp_path / "clean")) > 0
+    pd.testing.assert_frame_equal(changes(tmp_path / "killed"), changes(tmp_path / "clean"))
+    pd.testing.assert_frame_equal(group_rows(tmp_path / "killed"), group_rows(tmp_path / "clean"))
+    alerts = [ALERTS.read(lake).to_pandas().drop(columns=["run_id"]) for lake in
+              (tmp_path / "killed", tmp_path / "clean")]
+    pd.testing.assert_frame_equal(*(a.sort_values(list(a.columns)).reset_index(drop=True)
+                                    for a in alerts))

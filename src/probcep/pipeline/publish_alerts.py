@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.errors import ProbcepError
-from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY
+from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY, commit_once
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.group_day import day_groups, ungrouped
 
@@ -38,16 +38,22 @@ def publish_alerts(ctx: RunContext, day: dt.date, metadata: dict | None = None
     patterns = ctx.exact
     names = [p.name for p in patterns]
     alerts = alerts_of(day_groups(ctx, day), patterns)
-    before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}))
+    version = ALERTS.version(ctx.lake)
+    before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}), version)
     added = _anti_join(alerts, before)
     retracted = _anti_join(before, alerts)
     meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
             "added": added.num_rows, "retracted": retracted.num_rows, **(metadata or {})}
-    ALERTS.replace_day(ctx.lake, day, alerts, meta, pattern=names)
     if added.num_rows or retracted.num_rows:
-        ALERT_CHANGES.append(ctx.lake, pa.concat_tables([
+        # The changes first, as the Delta transaction (day, patterns) at the alerts'
+        # version they were computed from: killed before the alerts' commit, the step run
+        # again finds the same alerts, skips this commit and makes the other. (Alerts
+        # first lost the changes for good: run again, it found nothing to change.)
+        commit_once(ALERT_CHANGES, lake=ctx.lake, rows=pa.concat_tables([
             _change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),
-            meta)
+            metadata=meta, app_id=f"probcep-alert-changes-{day}-{','.join(sorted(names))}",
+            version=0 if version is None else version + 1)
+    ALERTS.replace_day(ctx.lake, day, alerts, meta, pattern=names)
     return AlertChanges(added=added.num_rows, retracted=retracted.num_rows)
 
 
