@@ -37,6 +37,7 @@ from probcep.lake.tables import (
     CORRELATIONS,
     GROUPS,
     SILVER,
+    commit_once,
 )
 from probcep.pipeline.context import RunContext
 
@@ -258,16 +259,18 @@ def publish_correlation_alerts(ctx: RunContext, day: dt.date, c: RegisteredCorre
     """The day's rows at or above the correlation's alert threshold replace its alerts;
     what was added or retracted is appended to the changes, as for `gold/alerts`."""
     alerts = alert_rows(rows, c)
+    version = CORRELATION_ALERTS.version(ctx.lake)
     before = CORRELATION_ALERTS.read(ctx.lake, CORRELATION_ALERTS.day_filter(
-        day, {"correlation": [c.name]}))
+        day, {"correlation": [c.name]}), version)
     added, retracted = _anti_join(alerts, before), _anti_join(before, alerts)
     meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "correlation": c.name,
             "added": added.num_rows, "retracted": retracted.num_rows}
-    CORRELATION_ALERTS.replace_day(ctx.lake, day, alerts, meta, correlation=[c.name])
-    if added.num_rows or retracted.num_rows:
-        CORRELATION_ALERT_CHANGES.append(ctx.lake, pa.concat_tables(
+    if added.num_rows or retracted.num_rows:  # the changes first, as `publish_alerts`
+        commit_once(CORRELATION_ALERT_CHANGES, ctx.lake, pa.concat_tables(
             [_change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),
-            meta)
+            meta, f"probcep-correlation-alert-changes-{day}-{c.name}",
+            0 if version is None else version + 1)
+    CORRELATION_ALERTS.replace_day(ctx.lake, day, alerts, meta, correlation=[c.name])
     return added.num_rows, retracted.num_rows
 
 
