@@ -322,6 +322,30 @@ def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, i
     assert set(correlation_changes["changed_by_run"]) <= {f"{ctx.run_id}-{DAYS[0]}"}
 
 
+def test_live_after_the_nights_reads_no_file_again_and_starts_after_them(spark, night):
+    """Live mode started after the nights of days 0 and 1 (a process down across them,
+    catching up with `--once`): the files those nights ingested are not read again, and it
+    starts at day 2 from their states, so no reading, silver row, group or alert of theirs
+    is written twice (QA, 2026-11-26: each was, and the next night's archive read the
+    doubled silver)."""
+    tmp, files = night
+    lake = tmp / "after-nights"
+    shutil.copytree(tmp / "night", lake)
+    before = {t.name: t.read(lake).num_rows for t in (BRONZE, SILVER, GROUPS, ALERTS)}
+    said = []
+    LiveQuery(context(spark, settings_file(tmp, tmp / "landing", lake, 4), "live"),
+              echo=said.append).run(once=True)
+    assert any("ingested by the night of their day already, not read again" in line
+               for line in said)
+    bronze = BRONZE.read(lake).to_pandas()
+    assert (bronze["batch_date"] < DAYS[2]).sum() == before["bronze/readings"]
+    silver = SILVER.read(lake).to_pandas()
+    assert not silver.duplicated(["stream_id", "t"]).any()
+    assert (silver["date"] < DAYS[2]).sum() == before["silver/distributions"]
+    for table in (GROUPS, ALERTS):
+        assert rows(table, lake, DAYS[:2]).equals(rows(table, tmp / "night", DAYS[:2]))
+
+
 def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_path):
     """A compressed file is read, a file of no known format and a sub-folder are
     quarantined with ingest's reasons, files outside a day's folder are reported (no

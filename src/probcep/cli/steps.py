@@ -270,7 +270,15 @@ def live(args: argparse.Namespace) -> int:
 
     with _context(args, "live") as ctx:
         if args.status:
-            print(status(ctx.lake).to_pandas().to_string(index=False))
+            from probcep.lake.tables import LIVE_STATUS
+
+            if not ctx.lake.is_dir():
+                raise ProbcepError(f"{ctx.lake}: no such lake (--lake, or lake_root of the "
+                                   "settings)")
+            rows = status(ctx.lake)
+            print(rows.to_pandas().to_string(index=False) if rows.num_rows else
+                  f"no micro-batch recorded in {LIVE_STATUS.path(ctx.lake)}: live mode has "
+                  "not run on this lake")
             return 0
         s = ctx.settings
         print(f"live: landing {s.landing_dir} -> lake {ctx.lake}, checkpoint "

@@ -47,6 +47,8 @@ import json
 import logging
 import os
 import resource
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,10 +70,12 @@ from probcep.lake.tables import (
     CORRELATION_ALERTS,
     CORRELATIONS,
     GROUPS,
+    INGEST_LOG,
     LIVE_STATE,
     LIVE_STATUS,
     QUARANTINE,
     SILVER,
+    STATES,
     UTC_MICROS,
     commit_once,
     committed,
@@ -79,7 +83,7 @@ from probcep.lake.tables import (
 )
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_by_stream
-from probcep.pipeline.group_day import saved_states, split_output
+from probcep.pipeline.group_day import PROCESSED, saved_states, split_output
 from probcep.pipeline.group_tasks import _advance, _group_rows, _state_rows
 from probcep.pipeline.ingest import checked_batch, refuse_misplaced
 from probcep.pipeline.live_day_end import DayEndStates
@@ -97,6 +101,8 @@ LISTING = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINA
 #: A micro-batch's phases, as its line prints their seconds: reading and checking the
 #: files (ingest's checks), bronze's commit, silver, the engine, gold's rows and
 #: commits, correlations, the states (seeding the cache, writing `state/live`).
+#: How often the waiting main thread looks for a stop signal.
+STOP_POLL_SECONDS = 1
 PHASES = ("read", "bronze", "silver", "engine", "gold", "correlate", "state")
 
 
@@ -177,12 +183,33 @@ class LiveQuery:
 
     def run(self, once: bool = False) -> None:
         """Run until stopped (Ctrl-C, SIGTERM) or, with `once`, until the landing folder
-        is processed."""
+        is processed. A stop signal lets the micro-batch in progress end, then stops the
+        query (a second one stops at once): interrupted inside Py4J calls, the process
+        died with pages of Java and Python traces (its tables were right: each batch
+        commits exactly once)."""
         query = self.start(once)
+        asked = threading.Event()
+
+        def stop_soon(signum, frame):
+            if asked.is_set():
+                raise KeyboardInterrupt
+            asked.set()
+            self.echo(f"live: {signal.Signals(signum).name}: stopping after the micro-batch "
+                      "in progress (again to stop at once)")
+
+        main = threading.current_thread() is threading.main_thread()
+        before = {sig: signal.signal(sig, stop_soon)
+                  for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
         try:
-            query.awaitTermination()
+            while not query.awaitTermination(STOP_POLL_SECONDS):
+                if asked.is_set():
+                    while query.isActive and query.status["isTriggerActive"]:
+                        time.sleep(0.2)
+                    break
         finally:
             query.stop()
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
 
     @property
     def app_id(self) -> str:
@@ -224,6 +251,13 @@ class LiveQuery:
         data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
         refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
         data = self.unseen_folders(data)
+        data, ingested = self.not_ingested(data, listed)
+        if ingested:  # a fresh checkpoint after the nights ran (catching up, `--once`)
+            line = (f"batch {batch_id}: {len(ingested)} file(s) ingested by the night of "
+                    f"their day already, not read again: {', '.join(map(str, ingested[:3]))}"
+                    + (" ..." if len(ingested) > 3 else ""))
+            log.info(line)
+            self.echo(line)
         if outside:  # no night reads them either: said, not passed over unseen
             shown = ", ".join(str(p) for p in outside[:3]) + (" ..." if len(outside) > 3 else "")
             line = (f"batch {batch_id}: {len(outside)} file(s) not in a day's landing folder "
@@ -250,11 +284,17 @@ class LiveQuery:
 
         clock = s.clock
         t = self.timesteps(good["ts"])
-        late = 0 if complete is None or not len(t) else int(np.sum(t < complete))
         if complete is None and len(t):  # the first batch: where live starts
-            start_day = clock.day_of(int(t.min()))
+            # at the earliest landing folder's day, as a night would (a reading stamped
+            # before its folder's day is late: a reset clock's 1970 made live walk every
+            # day since), and after the last day a night or live mode processed
+            start_day = pc.min(good["batch_date"]).as_py()
+            done = last_processed(lake, ctx.exact)
+            if done is not None and start_day <= done:
+                start_day = done + dt.timedelta(days=1)
             complete = clock.day_range(start_day)[0]
             states.seed(saved_states(lake, ctx.exact, start_day))
+        late = 0 if complete is None or not len(t) else int(np.sum(t < complete))
         new = complete
         if len(t):
             k = int(np.floor((pc.max(good["ts"]).value / 1e6 - s.allowed_lateness_seconds
@@ -384,6 +424,24 @@ class LiveQuery:
         done = set(seen["source_file"].to_pylist())
         return [p for p in entries if str(p) not in done]
 
+    def not_ingested(self, entries: list[Path], listed: list[tuple[Path, dt.datetime]]
+                     ) -> tuple[list[Path], list[Path]]:
+        """(entries to read, files the night's ingest of their day read already): a file
+        last changed before that ingest is in bronze; a later one (a late file, a fix)
+        is new."""
+        changed = {os.path.abspath(p): _utc(m) for p, m in listed}
+        days = sorted({_folder_day(p) for p in entries if os.path.abspath(p) in changed})
+        if not days:
+            return entries, []
+        log_rows = INGEST_LOG.read(self.ctx.lake, [("batch_date", "in", days)],
+                                   columns=["batch_date", "ingest_time"])
+        ingested = dict(zip(log_rows["batch_date"].to_pylist(),
+                            log_rows["ingest_time"].to_pylist()))
+        old = [p for p in entries if os.path.abspath(p) in changed
+               and _folder_day(p) in ingested
+               and changed[os.path.abspath(p)] <= ingested[_folder_day(p)]]
+        return [p for p in entries if p not in old], old
+
     def read(self, files: list[Path]) -> tuple[pa.Table, pa.Table]:
         """The files' readings checked as ingest checks them: (bronze rows, quarantine
         rows), each with its landing folder's day as `batch_date`."""
@@ -500,6 +558,21 @@ def _folder_day(path: Path) -> dt.date | None:
         return dt.date.fromisoformat(path.parent.name)
     except ValueError:
         return None
+
+
+def last_processed(lake, patterns) -> dt.date | None:
+    """The latest day whose "day processed" rows `state/engine` holds for one of these
+    pattern versions (a night's, or a day live mode ended)."""
+    wanted = {(p.name, p.version) for p in patterns}
+    last = None
+    for part in STATES.scan(lake, None, pc.field("stream_id") == PROCESSED,
+                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
+        for name, version, day in zip(*(part.column(c).to_pylist()
+                                        for c in ("pattern", "pattern_version",
+                                                  "batch_date"))):
+            if (name, version) in wanted and (last is None or day > last):
+                last = day
+    return last
 
 
 def _utc(when: dt.datetime) -> dt.datetime:
