@@ -272,6 +272,33 @@ def test_live_killed_mid_batch_then_restarted_is_as_if_once(spark, night, in_ord
     same_day_tables(lake, tmp / "night", DAYS[:2])
 
 
+@pytest.mark.soak
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_ends_the_batch_in_progress_and_exits_quietly(night, sig):
+    """`probcep live` stopped as docs/live.md says (SIGTERM, Ctrl-C): exit 0, one line
+    said, no trace (QA, 2026-11-26: pages of Java and Python traces, exit 143 or 130)."""
+    tmp, files = night
+    arrive(files, list(range(len(files))))
+    lake = tmp / f"stopped-{sig.name}"
+    settings = settings_file(tmp, tmp / "landing", lake, 1, "live_trigger_seconds: 2\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    process = subprocess.Popen([sys.executable, "-m", "probcep", "live", "--settings",
+                                str(settings), "--master", "local[1]"], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = []
+    for line in process.stdout:
+        out.append(line)
+        if line.startswith("batch 1:"):
+            process.send_signal(sig)
+            break
+    rest, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err[-3000:]
+    said = out + rest.splitlines(keepends=True)
+    assert f"live: {sig.name}: stopping after the micro-batch in progress" in "".join(said)
+    assert "Traceback" not in err and "Exception" not in err, err[-3000:]
+    assert LIVE_STATUS.read(lake).num_rows >= 2
+
+
 @pytest.mark.parametrize("policy", ["creation", "priority", "lru"])
 def test_every_eviction_policy_writes_the_same_rows_with_at_most_its_capacity_in_memory(
         spark, night, in_order, policy):
