@@ -102,6 +102,9 @@ KINDS = {
                              "s,r1,2026-01-01T18:30-0500,Door,0.5\n"
                              "s,r1,2026-01-01T23:30-05:00,Door,0.5\n", 4, 3, 3,
                              {"outside batch day": 1}),
+    "huge_field.csv": (LONG + good("hf") + "x" * ((1 << 20) + 1)  # a runaway field
+                       + ",r1,2026-01-01T00:00:42,Door,0.5\n", 1, 0, 0,
+                       {"unreadable file: a field longer than 1,048,576 characters": 1}),
     "lowercase.csv": (LONG + "s,r1,2026-01-01t00:00:40z,Door,0.5\n"  # RFC 3339 §5.6
                       "s,r1,2026-01-01t00:00:41,Door,0.5\n"
                       "s,r1,2026-01-01t01:00+01:00,Door,0.5\n", 3, 3, 3, {}),

@@ -54,6 +54,10 @@ MIXED_PEEK = 1 << 16
 #: The most columns a landing file may have (the layout's, the domain's and extra
 #: ones): Spark's planning grows with them, and 25,000 ran a 1 GiB driver out of memory.
 MAX_COLUMNS = 4096
+#: The longest CSV field (characters): one of 50 million (a record never closed by its
+#: quote, a runaway writer) ran Spark's executor out of heap, in the night and in live
+#: mode; past this the file is set aside as unreadable, naming the limit.
+MAX_FIELD_CHARS = 1 << 20
 #: Columns a Parquet file may give typed, with their Spark type (see the docstring).
 TYPED = {"ts": "timestamp", "score": "double"}
 #: The Parquet types taken as typed: a timestamp without a time zone (pyarrow's
@@ -307,6 +311,9 @@ def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | N
         if str(path) in text or path.as_uri() in text:
             cause = [line for line in text.splitlines() if line.startswith("Caused by:")]
             detail = cause[-1].removeprefix("Caused by: ") if cause else _first_line(error)
+            if "exceeds the maximum number of characters" in text:  # univocity's
+                return Unreadable(path, f"a field longer than {MAX_FIELD_CHARS:,} "
+                                        "characters", detail[:500])
             return Unreadable(path, "broken or truncated file", detail[:500])
     return None
 
@@ -380,7 +387,8 @@ def _csv(spark, paths: list[Path], domain, header: list[str],
                         [StructField(CORRUPT, StringType())])
     frame = (spark.read.schema(schema).option("header", True).option("multiLine", True)
              .option("escape", '"').option("lineSep", ending).option("mode", "PERMISSIVE")
-             .option("columnNameOfCorruptRecord", CORRUPT).csv([literal(p) for p in paths]))
+             .option("columnNameOfCorruptRecord", CORRUPT)
+             .option("maxCharsPerColumn", MAX_FIELD_CHARS).csv([literal(p) for p in paths]))
     # '+' is itself in a URI but url_decode reads it as a space
     uri = F.regexp_replace(F.col("_metadata.file_path"), r"\+", "%2B")
     source = F.regexp_replace(F.url_decode(uri), "^file:(//)?", "")
