@@ -257,3 +257,15 @@ def test_an_output_of_dash_is_standard_output(tmp_path, capsys, monkeypatch):
     FIG1.to_csv(path, index=False)
     code, rows, _ = group(capsys, path, *options("single", 0, None), "-o", "-")
     assert code == 0 and len(rows) == 1 and not (tmp_path / "-").exists()
+
+
+def test_a_symbol_column_no_pattern_can_name_is_shown_quoted_and_warned(tmp_path, capsys):
+    """A stray space in a header (` a`): the unknown-symbol error shows the column quoted,
+    and a pattern that runs (`.`) warns that no pattern can name it (QA, 2026-11-26)."""
+    path = tmp_path / "s.csv"
+    path.write_text("stream_id,t, a,b\ns,1,0.5,0.5\n")
+    code, _, err = group(capsys, path, "--pattern", "a", "--policy", "single")
+    assert code == 2 and "unknown symbol 'a' (domain: ' a', b)" in err
+    code, rows, err = group(capsys, path, "--pattern", ".", "--policy", "single")
+    assert code == 0 and len(rows) == 1
+    assert "symbol column(s) ' a' are not symbol names" in err

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from probcep.engine.pattern import (
+    SYMBOL_NAME,
     Alternation,
     AnySymbol,
     Concat,
@@ -89,7 +90,8 @@ class _Alphabet:
         chosen = set()
         for sym in members:
             if sym.name not in self.domain_index:
-                known = ", ".join(self.domain_index)
+                known = ", ".join(n if SYMBOL_NAME.fullmatch(n) else repr(n)  # ' a'
+                                  for n in self.domain_index)
                 raise PatternError(
                     f"unknown symbol {sym.name!r} (domain: {known})", pattern, sym.position
                 )

@@ -99,6 +99,8 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+#: What a pattern can name: an identifier (docs/semantics.md §2).
+SYMBOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BRACE = re.compile(r"\{\s*([0-9]+)\s*(?:(,)\s*([0-9]*)\s*)?\}")  # ASCII digits only
 
 
