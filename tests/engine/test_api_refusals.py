@@ -68,3 +68,11 @@ def test_a_float_time_is_refused():
 def test_repetition_bounds_are_ascii_digits(bound):
     with pytest.raises(PatternError):
         Query.build(f"a{{{bound}}}", ["a"])
+
+
+@pytest.mark.parametrize("pattern", ["b\t\t& b", "b\n&\nb"])
+def test_the_caret_points_at_the_position_whatever_the_spaces(pattern):
+    with pytest.raises(PatternError) as refused:
+        Query.build(pattern, ["b"])
+    _, shown, pointer = str(refused.value).split("\n")
+    assert "\t" not in shown and shown[pointer.index("^")] == "&"

@@ -36,7 +36,9 @@ class PatternError(ProbcepError, ValueError):
         self.pattern = pattern
         self.position = position
         pointer = " " * position + "^"
-        super().__init__(f"{message} at position {position}\n  {pattern}\n  {pointer}")
+        shown = re.sub(r"\s", " ", pattern)  # one column a character: tabs and line
+        # breaks moved the caret off the position (or below the pattern's last line)
+        super().__init__(f"{message} at position {position}\n  {shown}\n  {pointer}")
 
 
 # --- syntax tree -------------------------------------------------------------------
