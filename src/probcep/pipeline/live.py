@@ -101,6 +101,9 @@ LISTING = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINA
 #: A micro-batch's phases, as its line prints their seconds: reading and checking the
 #: files (ingest's checks), bronze's commit, silver, the engine, gold's rows and
 #: commits, correlations, the states (seeding the cache, writing `state/live`).
+#: The logger of Spark's micro-batch loop (Spark 4; `...streaming.MicroBatchExecution`
+#: before).
+QUERY_LOGGER = "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution"
 #: How often the waiting main thread looks for a stop signal.
 STOP_POLL_SECONDS = 1
 PHASES = ("read", "bronze", "silver", "engine", "gold", "correlate", "state")
@@ -170,6 +173,12 @@ class LiveQuery:
         refuse_misplaced(s, [] if not s.landing_dir.is_dir() else sorted(
             d for d in map(_day, (p.name for p in s.landing_dir.iterdir() if p.is_dir()))
             if d is not None))
+        # a micro-batch's error reaches awaitTermination, whose caller says it (one line
+        # for a ProbcepError, the traceback for a bug): Spark's own ERROR log of the
+        # query's end repeated it, both tracebacks, in some 80 lines
+        jvm = self.ctx.spark.sparkContext._jvm
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            QUERY_LOGGER, jvm.org.apache.logging.log4j.Level.OFF)
         files = (self.ctx.spark.readStream.format("binaryFile").schema(LISTING)
                  .option("recursiveFileLookup", "true")
                  .option("maxFilesPerTrigger", s.live_max_files_per_trigger)
