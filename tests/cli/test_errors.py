@@ -23,7 +23,7 @@ import pytest
 from probcep.cli import main
 from probcep.config import settings
 from probcep.errors import DiskFullError, writing
-from probcep.lake.tables import ALERTS, GROUPS, UTC_MICROS
+from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUPS, UTC_MICROS
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = dt.date(2026, 1, 2)
@@ -329,8 +329,8 @@ def test_a_full_disk_in_a_step_is_one_line_naming_the_table(tmp_path, capsys, mo
                          "--registry", REGISTRY)
     assert code == 2 and out == ""
     assert one_line(err) == (f"probcep publish-alerts: error: no space left on device "
-                             f"writing {ALERTS.path(lake)}")
-    assert not ALERTS.exists(lake)
+                             f"writing {ALERT_CHANGES.path(lake)}")  # the first commit
+    assert not ALERTS.exists(lake) and not ALERT_CHANGES.exists(lake)
 
 
 SPARK_FULL = """An error occurred while calling o45.parquet.

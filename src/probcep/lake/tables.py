@@ -506,7 +506,8 @@ def commit_once(table: Table, lake, rows: pa.Table | list, metadata: dict, app_i
             commit_properties=properties)
         return True
 
-    return commit_with_retries(attempt, table.name)
+    with writing(path):  # a full disk names the table
+        return commit_with_retries(attempt, table.name)
 
 
 def committed(table: Table, lake, app_id: str, version: int) -> bool:
