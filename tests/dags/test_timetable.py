@@ -154,3 +154,36 @@ def test_compressed_files_are_data_and_a_missing_root_is_refused_at_once(nightly
     with pytest.raises(nightly.LandingError, match="no such landing folder"):
         nightly.check_landing(tmp_path / "mistyped", DAYS[0], dt.datetime(2026, 1, 2,
                                                                           tzinfo=dt.UTC))
+
+
+def test_the_tasks_read_the_registry_as_the_jobs_do(nightly, tmp_path_factory, tmp_path,
+                                                     monkeypatch):
+    """A registry the steps would refuse fails `list_patterns` and `check_params` with the
+    steps' message (file and line), and a date_to that has not begun is refused before a
+    spark-submit (QA, 2026-11-26: a YAML traceback naming `<unicode string>`, a list of
+    names taken, a future day refused by the job after its retry)."""
+    rerun = dag_module(tmp_path_factory, "probcep_rerun").probcep_rerun()
+    dag = nightly.probcep_nightly()
+    settings = tmp_path / "probcep.yaml"
+    registry = tmp_path / "patterns.yaml"
+    settings.write_text(f"lake_root: {tmp_path / 'lake'}\nlanding_dir: {tmp_path}\n"
+                        f"registry: {registry}\ndomain: [a, b]\ntimestep_seconds: 60\n"
+                        "epoch: '2026-01-01T00:00:00'\n")
+    monkeypatch.setenv("PROBCEP_SETTINGS", str(settings))
+    good = {"date_from": "2026-01-01", "date_to": "2026-01-02", "reason": "fix"}
+    registry.write_text("patterns:\n  p: {pattern: 'a b', policy: single}\n")
+    assert dag.get_task("list_patterns").python_callable() == ["p"]
+    assert rerun.get_task("check_params").python_callable(
+        params={**good, "patterns": ["p"]})[-2:] == ["--pattern", "p"]
+    future = (dt.datetime.now(dt.UTC).date() + dt.timedelta(days=2)).isoformat()
+    with pytest.raises(ValueError, match="has not begun"):
+        rerun.get_task("check_params").python_callable(params={**good, "date_to": future})
+    for text, said in (("patterns:\n  p: {pattern: 'a b', window: [40\n", "line"),
+                       ("patterns:\n  - p\n", "expected a mapping 'patterns:'")):
+        registry.write_text(text)
+        for call in (lambda: dag.get_task("list_patterns").python_callable(),
+                     lambda: rerun.get_task("check_params").python_callable(
+                         params={**good, "patterns": ["p"]})):
+            with pytest.raises(Exception, match=said) as refused:
+                call()
+            assert str(registry) in str(refused.value)
