@@ -329,12 +329,16 @@ def test_late_readings_are_counted_and_the_night_reconciles_them(spark, night, i
                          columns=["stream_id", "sensor_id", "ts", "symbol", "score"])
     extra.to_csv(land / DAYS[0].isoformat() / "zz-late.csv", index=False)
     late.append(land / DAYS[0].isoformat() / "zz-late.csv")
+    with late[0].open("a") as first:  # a reset clock in the first micro-batch: late, and
+        # live starts at its folder's day (it walked every day since 1970, QA 2026-11-26)
+        first.write("s0,r1,1970-01-01T00:00:00,Door,0.5\n")
     arrive(late, list(range(len(late))))  # the extra file comes last, a day late
     lake = tmp / "late"
     settings = settings_file(tmp, land, lake, 4)
     LiveQuery(context(spark, settings, "live")).run(once=True)
-    assert pc.sum(LIVE_STATUS.read(lake)["late_rows"]).as_py() == len(extra)
-    assert BRONZE.read(lake).num_rows == BRONZE.read(in_order).num_rows + len(extra)
+    assert pc.sum(LIVE_STATUS.read(lake)["late_rows"]).as_py() == len(extra) + 1
+    assert BRONZE.read(lake).num_rows == BRONZE.read(in_order).num_rows + len(extra) + 1
+    assert pc.min(SILVER.read(lake)["date"]).as_py() == DAYS[0]
     live_alerts = ALERTS.read(lake)
     ctx = context(spark, settings, "run")
     run_days(ctx, DAYS[0], DAYS[0])  # the night reconciles: its alerts replace the live ones
