@@ -409,3 +409,26 @@ def test_silver_made_before_its_bronze_changed_is_refused_by_group_day(spark, se
         group_day(run(settings), DAY)
     normalize_day(run(settings), DAY)
     group_day(run(settings), DAY)
+
+
+def test_a_day_ingested_from_files_is_not_emptied_by_a_landing_root_without_it(spark,
+                                                                               settings):
+    """A rerun pointed at the wrong landing folder (one that exists, without the day's
+    folder) took the day as silence and emptied it (QA, 2026-11-27): refused, rows kept.
+    An empty day folder is still silence."""
+    import dataclasses
+    import shutil
+
+    from probcep.errors import ProbcepError
+
+    write(settings, long_rows(), "r.csv")
+    assert ingest_day(run(settings), DAY).rows > 0
+    rows = BRONZE.read(settings.lake_root).num_rows
+    wrong = dataclasses.replace(settings, landing_dir=settings.landing_dir.parent)
+    with pytest.raises(ProbcepError, match=rf"yet {DAY} was ingested from 1 landing file"):
+        ingest_day(run(wrong), DAY)
+    assert BRONZE.read(settings.lake_root).num_rows == rows
+    shutil.rmtree(settings.landing_dir / DAY.isoformat())
+    (settings.landing_dir / DAY.isoformat()).mkdir()
+    assert ingest_day(run(settings), DAY).silent
+    assert BRONZE.read(settings.lake_root).num_rows == 0

@@ -630,6 +630,15 @@ def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestRepor
     """A past day without landing files: its bronze and quarantine emptied."""
     if ctx.settings.missing_day == "refuse":
         raise missing
+    folder = ctx.settings.landing_dir / day.isoformat()
+    logged = INGEST_LOG.read(ctx.lake, INGEST_LOG.day_filter(day, {}), columns=["files"])
+    before = max((n or 0 for n in logged["files"].to_pylist()), default=0)
+    if before and not folder.exists():  # a landing root that exists but is the wrong one
+        raise IngestError(
+            f"no landing folder {folder}, yet {day} was ingested from {before} landing "
+            f"file(s) before: is the landing folder right (landing_dir, or "
+            f"PROBCEP_LANDING_DIR)? Nothing read, the day's rows kept; to make it a day of "
+            f"silence, leave it an empty folder") from None
     if day >= dt.datetime.now(dt.UTC).date():  # not over yet: no silence to speak of
         raise IngestError(f"{missing} (the day has not ended, so it is not taken as a "
                           f"day of silence)") from None
