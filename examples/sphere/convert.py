@@ -494,9 +494,13 @@ def episodes(rec: Recording, day_start: dt.datetime) -> pd.DataFrame:
 
 def sequence_folders(raw_dir: Path) -> list[Path]:
     """Sequence folders, by number: the folder name must be digits (00001)."""
-    folders = []
+    folders, numbers = [], {}
     for path in sorted(p for p in raw_dir.iterdir() if p.is_dir()):
-        if path.name.isdigit():
+        if path.name.isascii() and path.name.isdigit():
+            other = numbers.setdefault(int(path.name), path)
+            if other is not path:  # one day, one set of episodes: both would land on it
+                raise ConvertError(f"{other} and {path} are the same sequence number "
+                                   f"{int(path.name)}: keep one")
             folders.append(path)
         else:
             warn(f"{path}: skipped, not a numbered sequence folder")
@@ -705,8 +709,10 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     try:
         summary = convert(args.raw_dir, args.out_dir, args.start_date)
-    except ConvertError as exc:
-        parser.error(str(exc))
+    except ConvertError as exc:  # the data's fault: one line, no usage (the command
+        # line was right)
+        print(f"convert.py: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     for day, n in sorted(summary["rows_per_day"].items()):
         print(f"landing/{day}: {n} rows")
     for pattern, n in sorted(summary["episodes"].items()):

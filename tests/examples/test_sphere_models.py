@@ -317,3 +317,18 @@ def test_a_conversion_writes_all_or_nothing_and_never_leaves_a_skipped_days_file
     (out / "episodes.csv").mkdir()
     assert refused(raw, out).endswith(f"{out / 'episodes.csv'} is a folder: remove it or "
                                       f"choose another OUT_DIR")
+
+
+def test_two_folders_of_one_sequence_number_are_refused(tmp_path, capsys):
+    """`00002` and `0002` would land on one day, their episodes twice, and leave-one-out
+    (by folder name) would score a sequence with a model trained on its own labels."""
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    for n in ("00001", "00002", "0002"):
+        small_sequence(raw / n)
+    with pytest.raises(SystemExit) as stop:
+        convert.main([str(raw), str(out)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"convert.py: error: {raw / '00002'} and {raw / '0002'} are the same "
+                   "sequence number 2: keep one"]
+    assert not out.exists()
