@@ -205,6 +205,10 @@ def test_a_mistyped_year_reads_silver_only_on_grouped_days(lake, capsys, monkeyp
     ("a,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n"
      "b,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n"
      "a,2026-01-01T00:00:00Z,2026-01-01T00:01:00,room_visit", "rows 2 and 4 are the same"),
+    ("a,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n"  # two repeats: the first
+     "b,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n"  # pair, not rows 2 and 3
+     "a,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit\n"
+     "b,2026-01-01T00:00:00,2026-01-01T00:01:00,room_visit", "rows 2 and 4 are the same"),
 ])
 def test_episodes_without_a_stream_or_pattern_or_twice_are_refused(lake, capsys, rows, said):
     (lake / "bad.csv").write_text("stream_id,start,end,pattern\n" + rows + "\n")

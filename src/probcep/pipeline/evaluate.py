@@ -140,9 +140,10 @@ def read_episodes(path: Path, clock: Clock) -> pd.DataFrame:
     if backwards.any():
         raise InputError(f"{path}: row {lines[int(np.argmax(backwards.to_numpy()))]}: end "
                          f"is before start")
-    again = out.duplicated(keep=False)
+    again = out.duplicated()  # a row equal to an earlier one
     if again.any():  # one true case counted twice would count as missed twice
-        first, second = np.flatnonzero(again.to_numpy())[:2]
+        second = int(np.argmax(again.to_numpy()))
+        first = int(np.argmax((out == out.iloc[second]).all(axis=1).to_numpy()))
         raise InputError(f"{path}: rows {lines[first]} and {lines[second]} are the same "
                          f"episode")
     return out
