@@ -119,8 +119,10 @@ def check_landing(landing_dir: Path, day: str, now: dt.datetime) -> list[str] | 
 def _data_file(name: str) -> bool:
     """A name ingest reads as data: a known format, maybe gzip or bzip2 compressed (a
     marker's name starts with `_` or `.`)."""
-    plain = name.lower().removesuffix(".gz").removesuffix(".bz2")
-    return not name.startswith(("_", ".")) and plain.endswith(LANDING_SUFFIXES)
+    lower = name.lower()
+    plain = lower.removesuffix(".gz").removesuffix(".bz2")
+    text = plain == lower or not plain.endswith(".parquet")  # a text format compressed
+    return not name.startswith(("_", ".")) and plain.endswith(LANDING_SUFFIXES) and text
 
 
 #: The run's day in templates (`run_day`, a macro of the DAG).

@@ -78,3 +78,17 @@ def test_a_name_given_twice_is_refused_with_its_line(tmp_path):
             "  p:\n    pattern: 'Room'\n    policy: single\n")
     with pytest.raises(RegistryError, match=r"patterns.yaml, line 5: .*'p' is named twice"):
         load_registry(write(tmp_path, text), DOMAIN)
+
+
+@pytest.mark.parametrize("field", ["threshold", "alert_threshold"])
+@pytest.mark.parametrize("value", ["1e-400", "1.0e-400", "0.00001e-320"])
+def test_a_probability_that_reads_as_zero_is_refused_with_its_line(tmp_path, field, value):
+    """`threshold: 1e-400` was θ = 0 (every match), `alert_threshold: 1e-400` every group
+    an alert (QA, 2026-11-27); the command line already refused it."""
+    text = f"patterns:\n  p:\n    pattern: Door\n    policy: single\n    {field}: {value}\n"
+    with pytest.raises(RegistryError, match=rf"line 5: .*{value} is below the smallest "
+                                            "positive double"):
+        load_registry(write(tmp_path, text), DOMAIN)
+    for taken in ("0", "0.0", "0e-400", "5e-324"):
+        text = f"patterns:\n  p:\n    pattern: Door\n    policy: single\n    {field}: {taken}\n"
+        load_registry(write(tmp_path, text), DOMAIN)

@@ -148,7 +148,8 @@ def test_past_its_deadline_a_day_without_a_folder_is_left_to_ingest(nightly, tmp
 
 
 def test_compressed_files_are_data_and_a_missing_root_is_refused_at_once(nightly, tmp_path):
-    write_day(tmp_path, DAYS[0], "a.csv.gz", "b.jsonl.bz2", "c.txt.gz", "_COMPLETE", ".x.csv")
+    write_day(tmp_path, DAYS[0], "a.csv.gz", "b.jsonl.bz2", "c.txt.gz", "_COMPLETE", ".x.csv",
+              "d.parquet.gz")  # ingest reads no compressed Parquet file
     assert nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 2, tzinfo=dt.UTC)) \
         == ["a.csv.gz", "b.jsonl.bz2"]
     with pytest.raises(nightly.LandingError, match="no such landing folder"):

@@ -17,6 +17,7 @@ from probcep.pipeline.rerun import rerun_days
 from tests.pipeline.nights import (
     DAY0,
     DOMAIN,
+    PATTERNS,
     STEPS_PER_DAY,
     FrameSilver,
     context,
@@ -203,6 +204,10 @@ def test_a_rerun_killed_on_its_walk_and_run_again_walks_on(spark, tmp_path, monk
                    fix_day, reason="s0 stayed in")
     assert [m["run_id"] for m in rerun.unfinished_reruns(tmp_path)] == ["try-1"]
     monkeypatch.setattr(rerun, "publish_alerts", real)
+    # a rerun of fewer patterns leaves the mark (QA, 2026-11-27: it removed it)
+    rerun_days(context(tmp_path, daily(fixed, tmp_path / "fixed1"), "some", PATTERNS[:1]),
+               fix_day, fix_day)
+    assert [m["run_id"] for m in rerun.unfinished_reruns(tmp_path)] == ["try-1"]
     done = rerun_days(context(tmp_path, daily(fixed, tmp_path / "fixed2"), "try-2"), fix_day,
                       fix_day, reason="s0 stayed in")
     assert [d.day for d in done] == [DAY0 + dt.timedelta(k) for k in (1, 2, 3)]

@@ -30,6 +30,17 @@ class UniqueKeyLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep)
 
+    def construct_yaml_float(self, node):
+        """A float, refusing a positive decimal that reads as 0 (`threshold: 1e-400` would
+        be θ = 0, every match; `alert_threshold: 1e-400` every group an alert)."""
+        value = super().construct_yaml_float(node)
+        text = str(self.construct_scalar(node))
+        if value == 0.0 and re.search(r"[1-9]", re.split(r"[eE]", text, maxsplit=1)[0]):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{text} is below the smallest positive double (about 5e-324) "
+                "and would read as 0; write 0 to mean 0", node.start_mark)
+        return value
+
     def construct_located_mapping(self, node):
         data = LineDict()
         data.lines = {}
@@ -44,3 +55,4 @@ UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map",
 UniqueKeyLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
     list("-+0123456789"))
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", UniqueKeyLoader.construct_yaml_float)

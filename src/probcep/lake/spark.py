@@ -23,6 +23,11 @@ MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*([1-9]\d*|\*))?\])?"
                     r"|spark://\S+|yarn|k8s://\S+|mesos://\S+")
 
 
+#: Spark's loggers of a task's failure, off (see `spark_session`).
+TASK_LOGGERS = ("org.apache.spark.executor.Executor",
+                "org.apache.spark.scheduler.TaskSetManager")
+
+
 def spark_session(master: str | None = None, app: str = "probcep",
                   shuffle_partitions: int = 8):
     from pyspark.sql import SparkSession
@@ -44,6 +49,14 @@ def spark_session(master: str | None = None, app: str = "probcep",
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
+    # A failed task's error reaches the action that ran it, and the step says it: a file
+    # set aside as unreadable on a night that succeeds, or the error's line. In the
+    # driver's JVM (every task's, under local[N]) Spark's log printed it again first, as
+    # some 100 lines of traces. (A cluster's executors log to their own files.)
+    jvm = session.sparkContext._jvm
+    for name in TASK_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            name, jvm.org.apache.logging.log4j.Level.OFF)
     return session
 
 

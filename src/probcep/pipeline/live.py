@@ -271,7 +271,7 @@ class LiveQuery:
             shown = ", ".join(str(p) for p in outside[:3]) + (" ..." if len(outside) > 3 else "")
             line = (f"batch {batch_id}: {len(outside)} file(s) not in a day's landing folder "
                     f"(LANDING/YYYY-MM-DD/), not read: {shown}")
-            log.warning(line)
+            log.info(line)  # as the batch line: a warning was printed twice on a terminal
             self.echo(line)
         states = self.states
         states.begin(batch_id)
@@ -343,7 +343,10 @@ class LiveQuery:
             counts = {"correlations": correlated.num_rows,
                       "correlation_alerts": correlation_alerts.num_rows}
             phase("correlate")
-        oldest = min((m for _, m in listed), default=None)
+        read = {os.path.abspath(p) for p in data}  # latency of what was read, not of
+        # files passed over (outside a day's folder, ingested by their night)
+        oldest = min((m for p, m in listed if os.path.abspath(p) in read
+                      or os.path.abspath(p.parent) in read), default=None)
         finished = dt.datetime.now(dt.UTC)
         report = BatchReport(
             batch_id, len(data), good.num_rows + bad.num_rows, late, bad.num_rows,

@@ -74,16 +74,20 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     folder = Path(ctx.lake) / RERUN_MARKS
     folder.mkdir(parents=True, exist_ok=True)
     mine = folder / f"{ctx.run_id}.json"
+    names = sorted(p.name for p in ctx.patterns)
     mine.write_text(json.dumps({"run_id": ctx.run_id, "first": first.isoformat(),
-                                "last": last.isoformat(), "reason": reason}))
+                                "last": last.isoformat(), "reason": reason,
+                                "patterns": names}))
     done = _rerun(ctx, first, last, reason, stop_early=not earlier)
     mine.unlink()
-    for mark in earlier:  # repaired when this rerun fixed at least its days
-        if first.isoformat() <= mark["first"] and mark["last"] <= last.isoformat():
+    for mark in earlier:  # repaired when this rerun fixed at least its days and patterns
+        if (first.isoformat() <= mark["first"] and mark["last"] <= last.isoformat()
+                and set(mark.get("patterns", names)) <= set(names)):
             (folder / f"{mark['run_id']}.json").unlink(missing_ok=True)
         else:
             ctx.echo(f"the earlier rerun {mark['run_id']} fixed {mark['first']}.."
-                     f"{mark['last']}, outside this one's days: run it again")
+                     f"{mark['last']} for {', '.join(mark.get('patterns', []))}, more than "
+                     "this one's days or patterns: run it again")
     return done
 
 
