@@ -214,3 +214,14 @@ def test_an_archive_range_no_match_fits_in_is_warned_of(tmp_path, capsys):
                    "timestep(s) is shorter than the shortest match of 'b b b' (3 timesteps): "
                    "the archive side is always 0\n")
     assert run(capsys, path, *options, "--lookback", "3", "--gap", "1")[2] == ""
+
+
+def test_a_symbol_column_no_pattern_can_name_is_warned_of(tmp_path, capsys):
+    """As `probcep group` warns (QA, 2026-11-27: `1x` was taken without a word)."""
+    from probcep.cli import main
+
+    path = tmp_path / "c.csv"
+    path.write_text("stream_id,t,a,1x\ns,1,0.5,0.5\ns,2,0.5,0.5\n")
+    assert main(["correlate", str(path), "--live-pattern", "a", "--archive-pattern", "a",
+                 "--policy", "single", "--lookback", "2"]) == 0
+    assert "symbol column(s) '1x' are not symbol names" in capsys.readouterr().err

@@ -13,7 +13,7 @@ import pyarrow as pa
 from probcep.cli.destinations import output_path
 from probcep.cli.numbers import probability
 from probcep.cli.output import write_lines
-from probcep.cli.stream_files import read_blocks, where
+from probcep.cli.stream_files import read_blocks, unnamed_symbols, where
 from probcep.engine import PatternError, Query, StreamMatcher
 from probcep.engine.correlate import MODES, Correlation
 from probcep.engine.read_plans import STRATEGIES, ArchiveStats, Timeline, correlate
@@ -76,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
                                  min_probability=args.min_probability)
     except PatternError as exc:
         raise ProbcepError(f"--archive-pattern: {exc}") from exc
+    odd = unnamed_symbols(args.input, domain)
+    if odd:
+        warnings.warn(ProbcepWarning(odd), stacklevel=2)
     for option, dfa, window in (("--window", query.dfa, query.window),
                                 ("--archive-window", corr.dfa, corr.window)):
         if dfa.unfit(window):

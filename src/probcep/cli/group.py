@@ -15,10 +15,9 @@ from probcep.cli.destinations import output_path, replacing
 from probcep.cli.group_stream import run_streamed
 from probcep.cli.numbers import probability
 from probcep.cli.output import sorted_groups, write_groups
-from probcep.cli.stream_files import read_blocks, where
+from probcep.cli.stream_files import read_blocks, unnamed_symbols, where
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.grouping import query_differences
-from probcep.engine.pattern import SYMBOL_NAME
 from probcep.engine.transducer import Transducer
 from probcep.errors import InputError, ProbcepError, ProbcepWarning, writing
 
@@ -59,13 +58,10 @@ def run(args: argparse.Namespace) -> int:
         if unfit and unfit not in warned:
             warned.add(unfit)
             warnings.warn(ProbcepWarning(f"--window: {unfit}"), stacklevel=2)
-        odd = [repr(n) for n in domain if not SYMBOL_NAME.fullmatch(n)]
-        if odd and "odd" not in warned:  # a stray space in a header, say
-            warned.add("odd")
-            warnings.warn(ProbcepWarning(
-                f"{args.input}: symbol column(s) {', '.join(odd)} are not symbol names "
-                "(letters, digits and _, not starting with a digit): no pattern can name "
-                "them, only `.` and `[^...]` match them"), stacklevel=2)
+        odd = unnamed_symbols(args.input, domain)
+        if odd and odd not in warned:
+            warned.add(odd)
+            warnings.warn(ProbcepWarning(odd), stacklevel=2)
         return query
 
     if (args.input.suffix.lower() == ".parquet" and args.resume_from is None

@@ -577,3 +577,14 @@ def _parquet_blocks(path: Path):
         values[:, c] = table[name].to_numpy()
     return domain, _blocks(domain, names, codes, times, values, str(path),
                            lambda r, c: float(values[r, c]))
+
+
+def unnamed_symbols(source, domain) -> str | None:
+    """A warning for symbol columns that are not symbol names (a stray space in a
+    header, say): no pattern can name them, only `.` and `[^...]` match them."""
+    from probcep.engine.pattern import SYMBOL_NAME
+
+    odd = [repr(n) for n in domain if not SYMBOL_NAME.fullmatch(n)]
+    return (f"{source}: symbol column(s) {', '.join(odd)} are not symbol names (letters, "
+            "digits and _, not starting with a digit): no pattern can name them, only `.` "
+            "and `[^...]` match them") if odd else None
