@@ -34,7 +34,8 @@ from probcep.engine.approx import (
 )
 from probcep.engine.approx.errors import MAX_ERRORS
 from probcep.engine.approx.matcher import DEFAULT_BURST, MAX_BUDGET
-from probcep.errors import InputError
+from probcep.engine.pattern import PatternError
+from probcep.errors import InputError, ProbcepError
 
 COLUMNS = ("stream_id", "tag", "symbol")
 #: Refuse to print more critical subsequences than this unless told otherwise.
@@ -129,15 +130,19 @@ def run(args: argparse.Namespace) -> int:
     _check_options(args)
     streams = read_events(args.input)
     training = read_events(args.train) if args.train else {}
-    if args.domain is not None:
-        domain = parse_domain(args.domain)
-    else:
-        observed = {s for g in [*streams.values(), *training.values()] for s in g["symbol"]}
-        domain = default_domain(args.pattern, observed)
-        if not domain:  # `.` over a file of no events
-            raise InputError(f"{args.input}: holds no events, and the pattern names no "
-                             f"symbol: give --domain")
-    ea = ErrorAutomaton.build(args.pattern, args.max_errors, domain)
+    try:  # a pattern's error named as `correlate` names its two patterns'
+        if args.domain is not None:
+            domain = parse_domain(args.domain)
+        else:
+            observed = {s for g in [*streams.values(), *training.values()]
+                        for s in g["symbol"]}
+            domain = default_domain(args.pattern, observed)
+            if not domain:  # `.` over a file of no events
+                raise InputError(f"{args.input}: holds no events, and the pattern names "
+                                 f"no symbol: give --domain")
+        ea = ErrorAutomaton.build(args.pattern, args.max_errors, domain)
+    except PatternError as exc:
+        raise ProbcepError(f"--pattern: {exc}") from exc
     if args.budget is not None:
         history = History(args.window)
         if training:
