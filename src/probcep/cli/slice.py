@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     part = silver_slice(settings, args.stream, args.start, args.end)
     rows = part.read()
     print(part.line() + f", {rows.num_rows} rows", file=sys.stderr)
+    if not part.stream_seen:  # as `probcep plot` names a stream it does not find
+        print(f"probcep slice: warning: no silver file holds stream {args.stream!r} at "
+              "any time: a mistyped stream_id?", file=sys.stderr)
     if args.output:  # with no rows, the header alone: the file says the slice is empty
         with replacing(args.output) as target:
             pacsv.write_csv(rows, target)

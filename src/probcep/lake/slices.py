@@ -28,6 +28,9 @@ class SilverSlice:
     files: list[str]
     files_in_table: int
     schema: object  # silver's pyarrow schema: an empty slice still has its columns
+    #: Whether some silver file may hold the stream at any time (its min/max say so):
+    #: an empty slice of a stream no file holds is a mistyped id, not a quiet hour.
+    stream_seen: bool = True
 
     def line(self) -> str:
         return (f"stream {self.stream_id!r}, t={self.t_first}..{self.t_last}: read "
@@ -73,5 +76,7 @@ def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,
     table = DeltaTable(str(SILVER.path(lake)))
     files = table.file_uris(file_pruning_predicate=[
         ("stream_id", "=", stream_id), ("t", ">=", first), ("t", "<=", last)])
+    seen = bool(files) or bool(table.file_uris(
+        file_pruning_predicate=[("stream_id", "=", stream_id)]))
     return SilverSlice(stream_id, first, last, files, len(table.file_uris()),
-                       pa.schema(table.schema().to_arrow()))
+                       pa.schema(table.schema().to_arrow()), seen)
