@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -34,7 +33,7 @@ from probcep.engine.approx import (
 )
 from probcep.engine.approx.errors import MAX_ERRORS
 from probcep.engine.approx.matcher import DEFAULT_BURST, MAX_BUDGET
-from probcep.engine.pattern import PatternError
+from probcep.engine.pattern import SYMBOL_NAME, PatternError
 from probcep.errors import InputError, ProbcepError
 
 COLUMNS = ("stream_id", "tag", "symbol")
@@ -78,10 +77,6 @@ def register(sub) -> None:
     p.set_defaults(handler=run)
 
 
-#: What a symbol is (docs/semantics.md §2): a name a pattern can write.
-SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def read_events(path: Path) -> dict[str, pd.DataFrame]:
     """One frame (tag, symbol) per stream, in tag order (ties keep file order)."""
     if path.is_file() and path.stat().st_size == 0:
@@ -104,7 +99,7 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
         if odd.any():
             refuse(odd, lambda row, col=col: f"{col} {_shown(frame[col].iloc[row])} is not "
                                              f"text")
-    names = frame["symbol"].astype(object).map(lambda v: SYMBOL.fullmatch(v) is not None)
+    names = frame["symbol"].astype(object).map(lambda v: SYMBOL_NAME.fullmatch(v) is not None)
     if not names.all():
         refuse(~names, lambda row: f"symbol {frame['symbol'].iloc[row]!r} is not a symbol "
                                    f"name (letters, digits and _, not starting with a digit)")
@@ -189,7 +184,7 @@ def parse_domain(text: str) -> tuple[str, ...]:
     """`--domain a,b,c`: symbol names, each once."""
     names = tuple(n.strip() for n in text.split(","))
     for i, name in enumerate(names, 1):
-        if not SYMBOL.fullmatch(name):
+        if not SYMBOL_NAME.fullmatch(name):
             raise InputError(f"--domain: name {i} {name!r} is not a symbol name (letters, "
                              f"digits and _, not starting with a digit)")
     twice = sorted({n for n in names if names.count(n) > 1})

@@ -15,6 +15,16 @@ class LineDict(dict):
     lines: dict
 
 
+def underflow(text: str, value: float) -> str | None:
+    """Why `value`, read from the decimal `text`, is refused: a positive number that reads
+    as the double 0 (`1e-400`); None when it is not one."""
+    mantissa = re.split(r"[eE]", text.strip(), maxsplit=1)[0]
+    if value == 0.0 and re.search(r"[1-9]", mantissa):
+        return (f"{text} is below the smallest positive double (about 5e-324) and would "
+                "read as 0; write 0 to mean 0")
+    return None
+
+
 class UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps
     the last silently: a second entry of one name would replace the first unseen), and
@@ -34,11 +44,9 @@ class UniqueKeyLoader(yaml.SafeLoader):
         """A float, refusing a positive decimal that reads as 0 (`threshold: 1e-400` would
         be θ = 0, every match; `alert_threshold: 1e-400` every group an alert)."""
         value = super().construct_yaml_float(node)
-        text = str(self.construct_scalar(node))
-        if value == 0.0 and re.search(r"[1-9]", re.split(r"[eE]", text, maxsplit=1)[0]):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{text} is below the smallest positive double (about 5e-324) "
-                "and would read as 0; write 0 to mean 0", node.start_mark)
+        problem = underflow(str(self.construct_scalar(node)), value)
+        if problem:
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark)
         return value
 
     def construct_located_mapping(self, node):
