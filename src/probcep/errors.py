@@ -116,3 +116,16 @@ def from_executors():
         if remote is None:
             raise
         raise remote from exc
+
+
+def first_line_not_utf8(path: str | Path) -> int | str:
+    """The first line of `path` holding bytes that are not UTF-8, or "?" when every line
+    decodes: a decoder's error gives a position within its buffer, not in the file (a line
+    break is ASCII, so no character spans two lines)."""
+    with open(path, "rb") as raw:
+        for number, line in enumerate(raw, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return "?"

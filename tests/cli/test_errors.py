@@ -165,7 +165,7 @@ def test_a_bug_in_process_is_not_swallowed(monkeypatch, tmp_path):
 ])
 @pytest.mark.parametrize("spoil,says", [
     (truncated_parquet, "cannot read as parquet: "),
-    (undecodable_csv, "cannot read as csv: 'utf-8' codec can't decode byte 0xff"),
+    (undecodable_csv, "line 2: bytes that are not UTF-8 text"),  # the row of s1
 ])
 def test_an_unreadable_file_is_named(tmp_path, capsys, verb, frame, options, spoil, says):
     path = spoil(frame, tmp_path / ("in.parquet" if spoil is truncated_parquet else "in.csv"))

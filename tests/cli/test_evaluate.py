@@ -125,7 +125,8 @@ def test_a_header_naming_a_column_twice_is_refused(lake, capsys):
 def test_an_empty_or_unreadable_episodes_file_is_refused(lake, capsys):
     for content, said in ((b"", "empty: expected a header stream_id,start,end,pattern"),
                           (b"stream_id,start,end,pattern\n\xe9,x,y,z\n",
-                           "cannot read the episodes file: 'utf-8' codec")):
+                           "cannot read the episodes file: line 2: bytes that are not "
+                           "UTF-8 text")):
         (lake / "bad.csv").write_bytes(content)
         assert main(["evaluate", "--episodes", str(lake / "bad.csv"), "--lake",
                      str(lake / "lake")]) == 2

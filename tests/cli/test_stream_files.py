@@ -377,3 +377,19 @@ def test_a_column_without_a_name_is_refused_in_every_format(tmp_path, capsys, su
     assert main(["group", "--pattern", "a", "--policy", "single", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "column 4" in err and "has no name" in err
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_text_that_is_not_utf8_is_located_by_line(tmp_path, capsys, suffix):
+    """The decoder's error gives a position within its buffer, far from the file's place
+    past the first buffer: the message names the line instead."""
+    lines = [json.dumps({"stream_id": "s", "t": t, "a": 0.5, "b": 0.5}) for t in range(20000)]
+    if suffix == ".csv":
+        lines = ["stream_id,t,a,b", *(f"s,{t},0.5,0.5" for t in range(20000))]
+    data = ("\n".join(lines) + "\n").encode().splitlines(keepends=True)
+    data[12345] = data[12345].replace(b"s", b"s\xe9", 1)  # Latin-1 é
+    path = tmp_path / f"in{suffix}"
+    path.write_bytes(b"".join(data))
+    assert main(["group", "--pattern", "a b", "--policy", "single", str(path)]) == 2
+    assert capsys.readouterr().err == (f"probcep group: error: {path}: line 12346: bytes "
+                                       f"that are not UTF-8 text\n")

@@ -24,7 +24,7 @@ from numba import njit
 from probcep.engine.naive import NaiveLimitError
 from probcep.engine.runs import RunLimitError
 from probcep.engine.transducer import TransducerLimitError
-from probcep.errors import InputError
+from probcep.errors import InputError, first_line_not_utf8
 from probcep.lake.stream_ranges import SUM_TOLERANCE  # docs/semantics.md §1
 
 KEY_COLUMNS = ("stream_id", "t")
@@ -55,6 +55,9 @@ def read_table(path: str | Path, text: tuple[str, ...] = ("stream_id",)) -> pd.D
             return _empty_as_missing(_read_jsonl(path))
     except InputError:
         raise
+    except UnicodeDecodeError as exc:  # its position is within the decoder's buffer
+        raise InputError(f"{path}: line {first_line_not_utf8(path)}: bytes that are not "
+                         f"UTF-8 text") from exc
     except (ValueError, OSError) as exc:
         raise InputError(f"{path}: cannot read as {suffix[1:]}: {_one_line(exc)}") from exc
     raise InputError(f"{path}: unsupported format {suffix!r} (use .csv, .parquet or .jsonl)")

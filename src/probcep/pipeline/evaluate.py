@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from probcep.config.clock import Clock
-from probcep.errors import InputError
+from probcep.errors import InputError, first_line_not_utf8
 
 #: The thresholds of a sweep.
 SWEEP = tuple(float(x) for x in np.round(np.arange(0.05, 1.0, 0.05), 2))
@@ -161,7 +161,10 @@ def _records(path: Path) -> tuple[list[int], pd.DataFrame]:
                     rows.append(fields)
                     lines.append(after + 1)
                 after = reader.line_num
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: cannot read the episodes file: line "
+                         f"{first_line_not_utf8(path)}: bytes that are not UTF-8 text") from exc
+    except (OSError, csv.Error) as exc:
         raise InputError(f"{path}: cannot read the episodes file: {exc}") from exc
     if not rows:
         raise InputError(f"{path}: empty: expected a header {','.join(EPISODE_COLUMNS)}")
