@@ -151,7 +151,7 @@ def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark,
     of the nights in order."""
     from probcep.pipeline.group_day import group_day
     from probcep.pipeline.publish_alerts import AlertChanges
-    from probcep.pipeline.run import DayReport
+    from probcep.pipeline.run import DayReport, run_days
 
     silver = make_silver(days=3, seed=7)
     source = FrameSilver(lambda day: day_of(silver, (day - DAY0).days), tmp_path / "in",
@@ -176,6 +176,16 @@ def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark,
     # (a backfill run again in order) leaves them right: no warning
     again = group_day(context(tmp_path / "in_order", source, "again"), DAY0 + dt.timedelta(1))
     assert again.grouped_after == () and again.warning() is None
+    # a backfill over day 1 and the later day regroups that day from day 1's states
+    # at once: nothing is left to warn of (QA, 2026-11-26)
+    for k in (0, 2):
+        group_day(context(tmp_path / "backfilled", source, f"b{k}"), DAY0 + dt.timedelta(k))
+    nights = run_days(context(tmp_path / "backfilled", source, "fill"), DAY0 + dt.timedelta(1),
+                      DAY0 + dt.timedelta(2))
+    assert [n.grouped.warning() for n in nights] == [None, None]
+    assert "warning" not in nights[0].line()
+    pd.testing.assert_frame_equal(group_rows(tmp_path / "backfilled"),
+                                  group_rows(tmp_path / "in_order"))
 
 
 def test_a_rerun_killed_on_its_walk_and_run_again_walks_on(spark, tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ the nights one by one would have.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from probcep.errors import ProbcepError
 from probcep.pipeline.context import RunContext
@@ -75,7 +75,12 @@ def run_days(ctx: RunContext, first: dt.date, last: dt.date) -> list[DayReport]:
             chunk = days[k:k + per_pass]
             ctx.source.prepare(ctx, chunk)  # the backfill's run id: one pass, many days
             for day in chunk:
-                reports.append(gold_day(ctx.for_day(day), day))
+                report = gold_day(ctx.for_day(day), day)
+                # later days grouped before this one are regrouped from it by this run
+                # unless they lie past its end: only those stay to be warned of
+                after = tuple(d for d in report.grouped.grouped_after if d > last)
+                reports.append(replace(report, grouped=replace(report.grouped,
+                                                               grouped_after=after)))
                 ctx.echo(reports[-1].line())
                 progress.update()
     return reports
