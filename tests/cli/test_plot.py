@@ -85,8 +85,9 @@ def test_the_legend_names_only_what_is_drawn(tmp_path):
                                ("a", "b"), groups, episodes=episodes)
     finally:
         figure._save = saved
-    labels = [fig.axes[1].get_ylabel() for fig in kept]
+    labels = [[t.get_text() for t in fig.axes[1].get_legend().get_texts()] for fig in kept]
     for fig in kept:
         plt.close(fig)
-    assert labels == ["groups (P; red tick: t_first)", "groups (P; green: true)",
-                      "groups (P; red edge: alert; red tick: t_first)"]
+    group = "group: P(g) as text and colour"
+    assert labels == [[group, "red tick: t_first"], [group, "green: true"],
+                      [group, "red edge: alert", "red tick: t_first"]]

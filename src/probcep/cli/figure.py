@@ -96,11 +96,10 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
                     color="white" if p < 0.6 else "black")
     bottom.set_yticks([])
     bottom.invert_yaxis()
-    drawn = _as_dicts(groups)
-    keys = ["P"] + ["red edge: alert"] * any("alerted" in g for g in drawn) \
-        + ["red tick: t_first"] * any(g.get("t_first") is not None for g in drawn) \
-        + ["green: true"] * bool(len(episodes))
-    bottom.set_ylabel(f"groups ({'; '.join(keys)})")
+    bottom.set_ylabel("groups")
+    # the key beside the panel, as the top one's: a long y label ran into the top's ticks
+    bottom.legend(handles=_group_keys(_as_dicts(groups), bool(len(episodes))),
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     bottom.set_xlabel("t")
     if origin:
         bottom.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
@@ -119,6 +118,25 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
     return _save(fig, path)
 
 
+def _group_keys(drawn: list[dict], episodes: bool) -> list:
+    """Legend entries for what the lower panel draws, and only that."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    keys = [Patch(facecolor=plt.cm.viridis(0.5), edgecolor="black", linewidth=0.4,
+                  label="group: P(g) as text and colour")]
+    if any("alerted" in g for g in drawn):
+        keys.append(Patch(facecolor="white", edgecolor="red", linewidth=1.8,
+                          label="red edge: alert"))
+    if any(g.get("t_first") is not None for g in drawn):
+        keys.append(Line2D([], [], color="red", marker="|", markersize=12, linestyle="",
+                           label="red tick: t_first"))
+    if episodes:
+        keys.append(Patch(facecolor="tab:green", alpha=0.15, label="green: true"))
+    return keys
+
+
 def plot_sweep(path: Path, rows, marks: dict | None = None) -> Path:
     """Found and false alarms against the threshold, one pair of lines per pattern
     (`rows`: `probcep.pipeline.evaluate.Evaluation`s); `marks`: a threshold per pattern
@@ -128,7 +146,7 @@ def plot_sweep(path: Path, rows, marks: dict | None = None) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     for name in dict.fromkeys(r.pattern for r in rows):
         mine = [r for r in rows if r.pattern == name and r.threshold is not None]
         x = [r.threshold for r in mine]
@@ -143,7 +161,8 @@ def plot_sweep(path: Path, rows, marks: dict | None = None) -> Path:
     ax.set_xlabel("probability threshold")
     ax.set_ylabel("episodes / groups")
     ax.set_title("found (thin lines: true episodes) and false alarms by threshold")
-    ax.legend(fontsize="small")
+    # beside the axes: inside, it hid the curves where they move (the SPHERE sweep)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return _save(fig, path)
 
