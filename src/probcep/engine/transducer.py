@@ -34,6 +34,9 @@ EMPTY = 1
 UNKNOWN = -1
 #: Most cells (rows x composites) of the backward array of `cover_probabilities`.
 COVER_CELLS = 1 << 23
+#: Fewest composite columns that array starts with: at w = 5 the pass has 6 composites,
+#: and 64 columns made each call zero (and fault in) ten times the memory it used.
+COVER_MIN_COLUMNS = 8
 #: Most composites the shared pass builds: the mode-B closure it needs is built whole,
 #: whatever the data visits, and grows with the window (a run looping in one DFA state is
 #: a composite per length up to w); beyond this the per-group pass, which builds only
@@ -533,7 +536,8 @@ class Transducer:
         mark, ids, vals = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         while True:
             if self.n_states > cap:  # beta within COVER_CELLS (checked for n_states)
-                cap = max(self.n_states, min(max(2 * cap, 64), COVER_CELLS // n_rows))
+                cap = max(self.n_states,
+                          min(max(2 * cap, COVER_MIN_COLUMNS), COVER_CELLS // n_rows))
                 kept = ids[: pos[3]], vals[: pos[3]]
                 ids, vals = np.zeros(cap, np.int64), np.zeros(cap)
                 ids[: pos[3]], vals[: pos[3]] = kept
