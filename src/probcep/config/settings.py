@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import os
+import re
 import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -38,8 +39,10 @@ READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 RESERVED_NAMES = (*READING_COLUMNS, "t", "date")
 #: The largest target file size: Spark takes the bytes as a 64-bit count.
 MAX_FILE_MB = 1 << 20
-#: Characters of a lake path delta-rs refuses as a URL or reads as a separator.
-LAKE_PATH_REFUSED = "[]\\"
+#: Characters of a lake path delta-rs refuses as a URL or reads as a separator, and a
+#: URL escape (`%41`), which it decodes: the table would be looked for in another folder.
+LAKE_PATH_REFUSED = "[]\\^|"
+LAKE_PATH_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 #: `PROBCEP_*` variables that are not settings: the settings file, where a deployment
 #: keeps `jobs/` (the DAGs), and the SPHERE data of the real-data tests.
 OTHER_VARIABLES = ("PROBCEP_SETTINGS", "PROBCEP_HOME", "PROBCEP_SPHERE_DIR",
@@ -81,7 +84,10 @@ class Settings:
     live_cache_policy: str = "priority"
 
     def __post_init__(self):  # here, so that `--lake` and dataclasses.replace check it too
-        odd = sorted(set(str(self.lake_root)) & set(LAKE_PATH_REFUSED))
+        path = str(self.lake_root)
+        odd = sorted(set(path) & set(LAKE_PATH_REFUSED)) + sorted(
+            {c for c in path if ord(c) < 32 or ord(c) == 127}) + sorted(
+            set(LAKE_PATH_ESCAPE.findall(path)))
         if odd:
             raise SettingsError(f"lake root {self.lake_root}: delta-rs cannot open a table "
                                 f"under a path with {' or '.join(map(repr, odd))}")
