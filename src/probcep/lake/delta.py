@@ -477,7 +477,10 @@ def footer_stats(meta, schema, day_column: str) -> dict:
         low, high = min(s.min for s in valued), max(s.max for s in valued)
         if isinstance(low, float) and (math.isnan(low) or math.isnan(high)):
             continue
-        lo[f.name], hi[f.name] = _stat(low, f.type, up=False), _stat(high, f.type, up=True)
+        try:
+            lo[f.name], hi[f.name] = _stat(low, f.type, up=False), _stat(high, f.type, up=True)
+        except OverflowError:  # a time in year 9999's last millisecond, widened outward:
+            continue  # no bounds, so no reader skips the file
     return {"numRecords": meta.num_rows, "minValues": lo, "maxValues": hi,
             "nullCount": nulls}
 
@@ -492,7 +495,8 @@ def _stat(value, t, up: bool):
         value = value.replace(microsecond=micros // 1000 * 1000)
         if up and micros % 1000:
             value += dt.timedelta(milliseconds=1)
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        value = value.astimezone(dt.UTC)  # strftime's %Y has no leading zeros before 1000
+        return f"{value.year:04d}-{value:%m-%dT%H:%M:%S}.{value.microsecond // 1000:03d}Z"
     if pa.types.is_date(t):
         return value.isoformat()
     if isinstance(value, bytes):
