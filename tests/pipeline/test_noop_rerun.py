@@ -9,7 +9,7 @@ import datetime as dt
 import pandas as pd
 import pytest
 
-from probcep.config.registry import load_registry
+from probcep.config.registry import RegisteredPattern, load_registry
 from probcep.config.settings import load_settings
 from probcep.demo.sample import generate_landing
 from probcep.lake.tables import BRONZE, CATALOG, QUARANTINE, SILVER
@@ -56,3 +56,29 @@ def test_a_rerun_of_unchanged_data_commits_nothing_a_changed_reading_commits(spa
     moved = {n for n in changed if changed[n] != first[n]}
     assert {BRONZE.name, SILVER.name} <= moved, moved
     assert QUARANTINE.name not in moved
+
+    # a rerun after another fix: every commit it makes says why, and the alerts' commits
+    # name the pattern versions, as the groups' do (QA, 2026-11-27: only the gold
+    # tables carried the reason, and the alerts no versions)
+    from deltalake import DeltaTable
+
+    from probcep.lake.tables import ALERTS
+    from probcep.pipeline.rerun import rerun_days
+
+    frame.loc[frame.index[frame["symbol"] == "Hallway"][len(frame) // 3], "symbol"] = "Room"
+    frame.to_csv(raw, index=False)
+    spark.catalog.clearCache()
+    ctx = RunContext(settings, patterns, LakeSilver(settings), "fix", echo=lambda _: None)
+    ctx.__dict__["spark"] = spark
+    rerun_days(ctx, DAY, DAY, reason="reader 3 relabelled")
+    fixed = versions(settings.lake_root)
+    rewritten = [t for t in CATALOG if fixed[t.name] != changed[t.name]]
+    assert {BRONZE, SILVER} <= set(rewritten), rewritten
+    for table in rewritten:
+        commits = [c for c in DeltaTable(str(table.path(settings.lake_root))).history()
+                   if c.get("run_id") == "fix"]
+        assert commits and all(c.get("rerun_reason") == "reader 3 relabelled"
+                               for c in commits), (table.name, commits)
+    last = DeltaTable(str(ALERTS.path(settings.lake_root))).history(1)[0]
+    assert last["pattern_versions"] == ",".join(
+        f"{p.name}={p.version}" for p in patterns if isinstance(p, RegisteredPattern))

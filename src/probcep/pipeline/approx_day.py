@@ -115,8 +115,8 @@ def _write(ctx: RunContext, day: dt.date, matches: pa.Table, bundles: pa.Table) 
     the commits' metadata."""
     entries = ctx.approximate
     names = [e.name for e in entries]
-    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
-            "pattern_versions": ",".join(f"{e.name}={e.version}" for e in entries)}
+    meta = ctx.commit_meta(batch_date=day.isoformat(), pattern_versions=",".join(
+        f"{e.name}={e.version}" for e in entries))
     APPROX_MATCHES.replace_day(ctx.lake, day, matches, meta, pattern=names)
     APPROX_BUNDLES.replace_day(ctx.lake, day, bundles, meta, pattern=names)
     return meta

@@ -150,6 +150,8 @@ class RunContext:
     run_id: str
     master: str | None = None
     echo: Callable[[str], None] = print
+    #: Why the run was made (a rerun's `--reason`): in every commit it makes.
+    reason: str = ""
 
     @classmethod
     def open(cls, step: str, settings: str | Path | None = None, lake: Path | None = None,
@@ -232,7 +234,20 @@ class RunContext:
 
     def for_day(self, day: dt.date) -> RunContext:
         """The same run with a run id naming the day (the days of a backfill)."""
-        child = dataclasses.replace(self, run_id=f"{self.run_id}-{day.isoformat()}")
-        if "spark" in self.__dict__:
-            child.__dict__["spark"] = self.spark
+        return self._child(run_id=f"{self.run_id}-{day.isoformat()}")
+
+    def because(self, reason: str) -> RunContext:
+        """The same run, its commits saying why it was made."""
+        return self._child(reason=reason)
+
+    def _child(self, **changes) -> RunContext:
+        child = dataclasses.replace(self, **changes)
+        for name in ("spark", "correlations"):  # one session, one reading of the registry
+            if name in self.__dict__:
+                child.__dict__[name] = self.__dict__[name]
         return child
+
+    def commit_meta(self, **fields) -> dict:
+        """A commit's metadata: the run, `fields`, and the run's reason if it has one."""
+        return {"run_id": self.run_id, **fields,
+                **({"rerun_reason": self.reason} if self.reason else {})}

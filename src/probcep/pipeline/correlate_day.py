@@ -75,9 +75,9 @@ def correlate_day(ctx: RunContext, day: dt.date,
                            day=day.isoformat(), run_id=ctx.run_id)
     reports = []
     for c, (table, report) in zip(chosen, computed):
-        meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "correlation": c.name,
-                "correlation_version": c.version, "strategy": c.strategy,
-                "silver_version": "" if version is None else version}
+        meta = ctx.commit_meta(batch_date=day.isoformat(), correlation=c.name,
+                               correlation_version=c.version, strategy=c.strategy,
+                               silver_version="" if version is None else version)
         CORRELATIONS.replace_day(ctx.lake, day, table, meta, correlation=[c.name])
         added, retracted = publish_correlation_alerts(ctx, day, c, table)
         reports.append(dataclasses.replace(report, alerts_added=added,
@@ -218,7 +218,7 @@ def archive_stats(ctx: RunContext, c: RegisteredCorrelation, archive: SilverArch
             "expected_matches": list(values),
             "silver_version": pa.array([version] * n, pa.int64()),
             "run_id": [ctx.run_id] * n}).cast(ARCHIVE_STATS.schema),
-            {"run_id": ctx.run_id, "correlation": c.name}, correlation=[c.name])
+            ctx.commit_meta(correlation=c.name), correlation=[c.name])
     first, last = ctx.clock.day_range(days[0])[0], ctx.clock.day_range(days[-1])[1] - 1
     counts = {}
     for sid in streams:
@@ -263,8 +263,8 @@ def publish_correlation_alerts(ctx: RunContext, day: dt.date, c: RegisteredCorre
     before = CORRELATION_ALERTS.read(ctx.lake, CORRELATION_ALERTS.day_filter(
         day, {"correlation": [c.name]}), version)
     added, retracted = _anti_join(alerts, before), _anti_join(before, alerts)
-    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "correlation": c.name,
-            "added": added.num_rows, "retracted": retracted.num_rows}
+    meta = ctx.commit_meta(batch_date=day.isoformat(), correlation=c.name,
+                           added=added.num_rows, retracted=retracted.num_rows)
     if added.num_rows or retracted.num_rows:  # the changes first, as `publish_alerts`
         commit_once(CORRELATION_ALERT_CHANGES, ctx.lake, pa.concat_tables(
             [_change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),

@@ -140,8 +140,8 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date,
                 & (pc.field("stream_id") != PROCESSED), batch_rows=batch_rows)
 
 
-def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
-                metadata: dict | None = None) -> tuple[GroupResult, pa.Table, pa.Table]:
+def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
+                ) -> tuple[GroupResult, pa.Table, pa.Table]:
     """Group one day of silver for the exact patterns and replace that day's gold rows.
 
     Returns the result summary, the day's group rows and the new state rows. `states`
@@ -167,9 +167,8 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None,
                                until=ctx.clock.day_range(day)[1])
         groups, new_states = split_output(out, day, ctx.run_id, ctx.clock, patterns)
         check_groups(groups.to_pandas())
-        meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
-                "pattern_versions": ",".join(f"{p.name}={p.version}" for p in patterns),
-                **read, **(metadata or {})}
+        meta = ctx.commit_meta(batch_date=day.isoformat(), pattern_versions=",".join(
+            f"{p.name}={p.version}" for p in patterns), **read)
         wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
         wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
     result = GroupResult(groups=groups.num_rows,

@@ -592,7 +592,7 @@ def _log(ctx: RunContext, report: IngestReport, landing: str) -> None:
            "ingest_time": dt.datetime.now(dt.UTC), "landing": landing}
     INGEST_LOG.replace_day(ctx.lake, report.day,
                            pa.Table.from_pylist([row], schema=INGEST_LOG.schema),
-                           {"run_id": ctx.run_id, "batch_date": report.day.isoformat()})
+                           ctx.commit_meta(batch_date=report.day.isoformat()))
 
 
 def refuse_misplaced(settings: Settings, days) -> None:
@@ -642,7 +642,7 @@ def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestRepor
     if day >= dt.datetime.now(dt.UTC).date():  # not over yet: no silence to speak of
         raise IngestError(f"{missing} (the day has not ended, so it is not taken as a "
                           f"day of silence)") from None
-    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(), "files": 0}
+    meta = ctx.commit_meta(batch_date=day.isoformat(), files=0)
     for table in (BRONZE, QUARANTINE):
         table.clear_day(ctx.lake, day, meta)
     return IngestReport(day, 0, 0, 0, 0, {}, silent=str(missing))
@@ -677,8 +677,7 @@ def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
             reports = {day: _day_report(day, files[day], batch, taken, good.folders[day],
                                         bad.folders[day], settings) for day in days}
             for day in days:
-                meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
-                        "files": len(files[day])}
+                meta = ctx.commit_meta(batch_date=day.isoformat(), files=len(files[day]))
                 QUARANTINE.add_missing_columns(lake, meta)
                 for rows, table in ((good, BRONZE), (bad, QUARANTINE)):
                     commit_staged(rows.folders[day], rows.schema, table, lake, day, meta)

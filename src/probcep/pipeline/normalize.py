@@ -71,8 +71,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
         if settings.missing_day == "refuse":
             raise ProbcepError(f"no bronze readings ingested for {day} or later in "
                                f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
-        SILVER.clear_day(lake, day, {"run_id": ctx.run_id, "date": day.isoformat(),
-                                     "clock": ctx.clock.label})
+        SILVER.clear_day(lake, day, ctx.commit_meta(date=day.isoformat(),
+                                                    clock=ctx.clock.label))
         reports[day] = NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
     if heard:
         spark = ctx.spark
@@ -85,8 +85,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
                      day=days_name(heard), run_id=ctx.run_id)
 
         made = replace_days(silver, SILVER, lake, heard,
-                            lambda d: {"run_id": ctx.run_id, "date": d.isoformat(),
-                                       "clock": ctx.clock.label},
+                            lambda d: ctx.commit_meta(date=d.isoformat(),
+                                                      clock=ctx.clock.label),
                             settings.target_file_bytes, check=check, count="stream_id")
         reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
     for day in days:
@@ -103,7 +103,7 @@ def _log(ctx: RunContext, report: NormalizeReport, bronze: str) -> None:
            "bronze": bronze, "run_id": ctx.run_id, "normalize_time": dt.datetime.now(dt.UTC)}
     NORMALIZE_LOG.replace_day(ctx.lake, report.day,
                               pa.Table.from_pylist([row], schema=NORMALIZE_LOG.schema),
-                              {"run_id": ctx.run_id, "date": report.day.isoformat()})
+                              ctx.commit_meta(date=report.day.isoformat()))
 
 
 def sources(settings, day: dt.date) -> list:

@@ -25,11 +25,9 @@ class AlertChanges:
     retracted: int
 
 
-def publish_alerts(ctx: RunContext, day: dt.date, metadata: dict | None = None
-                   ) -> AlertChanges:
+def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     """Replace the day's alerts of the run's exact patterns by the day's groups at or
-    above their alert threshold; record the changes. `metadata` goes into both commits
-    too (a rerun's reason)."""
+    above their alert threshold; record the changes."""
     missing = ungrouped(ctx, day)
     if missing:  # its alerts would be retracted, and the step would look done
         names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
@@ -42,8 +40,9 @@ def publish_alerts(ctx: RunContext, day: dt.date, metadata: dict | None = None
     before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}), version)
     added = _anti_join(alerts, before)
     retracted = _anti_join(before, alerts)
-    meta = {"run_id": ctx.run_id, "batch_date": day.isoformat(),
-            "added": added.num_rows, "retracted": retracted.num_rows, **(metadata or {})}
+    meta = ctx.commit_meta(batch_date=day.isoformat(), pattern_versions=",".join(
+        f"{p.name}={p.version}" for p in patterns), added=added.num_rows,
+        retracted=retracted.num_rows)
     if added.num_rows or retracted.num_rows:
         # The changes first, as the Delta transaction (day, patterns) at the alerts'
         # version they were computed from: killed before the alerts' commit, the step run

@@ -66,7 +66,9 @@ def unfinished_reruns(lake: Path) -> list[dict]:
 
 def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
                reason: str = "") -> list[RerunDay]:
-    """After a fix to first..last: recompute from the states before `first`."""
+    """After a fix to first..last: recompute from the states before `first`; every
+    commit of the rerun carries `reason`."""
+    ctx = ctx.because(reason)
     earlier = unfinished_reruns(ctx.lake)
     for mark in earlier:
         ctx.echo(f"an earlier rerun ({mark['run_id']}, {mark['first']}..{mark['last']}) did "
@@ -78,7 +80,7 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     mine.write_text(json.dumps({"run_id": ctx.run_id, "first": first.isoformat(),
                                 "last": last.isoformat(), "reason": reason,
                                 "patterns": names}))
-    done = _rerun(ctx, first, last, reason, stop_early=not earlier)
+    done = _rerun(ctx, first, last, stop_early=not earlier)
     mine.unlink()
     for mark in earlier:  # repaired when this rerun fixed at least its days and patterns
         if (first.isoformat() <= mark["first"] and mark["last"] <= last.isoformat()
@@ -91,7 +93,7 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     return done
 
 
-def _rerun(ctx: RunContext, first: dt.date, last: dt.date, reason: str,
+def _rerun(ctx: RunContext, first: dt.date, last: dt.date,
            stop_early: bool) -> list[RerunDay]:
     fixed = days_between(first, last)
     ctx.source.prepare(ctx, fixed)
@@ -110,10 +112,8 @@ def _rerun(ctx: RunContext, first: dt.date, last: dt.date, reason: str,
         names = [p.name for p in ctx.exact]
         for day in days:
             stored = STATES.read(ctx.lake, STATES.day_filter(day, {"pattern": names}))
-            result, _, new_states = group_exact(ctx, day, states=states,
-                                                metadata={"rerun_reason": reason})
-            done.append(RerunDay(day, result, publish_alerts(ctx, day,
-                                                             {"rerun_reason": reason})))
+            result, _, new_states = group_exact(ctx, day, states=states)
+            done.append(RerunDay(day, result, publish_alerts(ctx, day)))
             ctx.echo(f"{day}: recomputed, groups "
                      f"{'replaced' if result.groups_written else 'unchanged'}, alerts "
                      f"+{done[-1].alerts.added} -{done[-1].alerts.retracted}")
