@@ -14,6 +14,7 @@ import io
 import json
 import math
 import os
+import re
 
 import pandas as pd
 import pyarrow as pa
@@ -264,6 +265,41 @@ KINDS = {
         "score": [0.5, 0.5, 0.5]})), 3, 1, 1, {"text is not UTF-8": 2}),
     "notes.txt": ("remember the milk\n", 1, 0, 0, {"unreadable file: unknown format": 1}),
     "empty.csv": ("", 0, 0, 0, {}),
+    # empty whatever the format (QA, 2026-11-27: these three were quarantined)
+    "empty.parquet": (b"", 0, 0, 0, {}),
+    "empty.csv.bz2": (b"", 0, 0, 0, {}),
+    "empty.jsonl.bz2": (b"", 0, 0, 0, {}),
+    # (QA, 2026-11-27) a good file whose path begins a broken file's path was
+    # quarantined for the other's error, which names both
+    "prefix.csv": (LONG + good("px") + good("px").replace(":10", ":21"), 2, 2, 2, {}),
+    "prefix.csv.gz": (gzip.compress(LONGER_CSV.encode())[:-4000], 1, 0, 0,
+                      {"unreadable file: broken or truncated file": 1}),
+    # cut within its header: the same reason as cut further in
+    "small_truncated.csv.gz": (gzip.compress((LONG + good("st") * 50).encode())[:30], 1, 0, 0,
+                               {"unreadable file: broken or truncated file": 1}),
+    # a wide Parquet file with a typed `ts` has one text column: Spark's `greatest` over
+    # the text checks needs two, and the file was quarantined as unreadable
+    "wide_typed_ts.parquet": (parquet_bytes(pa.table({
+        "stream_id": ["wt"], "ts": pd.to_datetime(["2026-01-01T04:00:00"]),
+        "Hallway": [0.2], "Door": [0.3], "Room": [0.5]})), 1, 1, 3, {}),
+    # columns named as Spark's own: the file path's `_metadata`, the corrupt record's
+    # column (a traceback for the whole day); an unnamed column named by its place, not
+    # Spark's `_c5`
+    "metadata_column.csv": ("stream_id,sensor_id,ts,symbol,score,_metadata\n"
+                            "mc,r1,2026-01-01T00:00:50,Door,0.5,\n"
+                            "mc,r1,2026-01-01T00:00:51,Door,0.5,x\n", 2, 1, 1,
+                            {"unknown column '_metadata'": 1}),
+    "corrupt_column.csv": ("stream_id,sensor_id,ts,symbol,score,_corrupt_record\n"
+                           "cr,r1,2026-01-01T00:00:50,Door,0.5,\n"
+                           "cr,r1,2026-01-01T00:00:51,Door,0.5,x\n", 2, 1, 1,
+                           {"unknown column '_corrupt_record'": 1}),
+    "unnamed_column.csv": ("stream_id,sensor_id,ts,symbol,score,\n"
+                           "un,r1,2026-01-01T00:00:50,Door,0.5,\n"
+                           "un,r1,2026-01-01T00:00:51,Door,0.5,x\n", 2, 1, 1,
+                           {"unknown column 'column 6 (no name)'": 1}),
+    # JSON's whitespace: a line of tabs or a form feed is blank, as one of spaces
+    "blank_lines.jsonl": ('{"stream_id": "bj", "ts": "2026-01-01T00:00:52", "symbol": "Door", '
+                          '"score": 0.5}\n\t\n\f\n   \n \t \n', 1, 1, 1, {}),
     "good.csv.gz": (gzip.compress(BIG_CSV.encode()), 60, 60, 60, {}),
     # entries that are not files (made by `land`): quarantined and counted, not passed
     # over; a FIFO's open would wait forever for a writer
@@ -320,6 +356,15 @@ def test_each_kind_has_its_outcome_reason_and_conserved_rows(night, name):
     assert quarantine[quarantine.file == name].reason.value_counts().to_dict() == reasons
     assert count.unreadable == next((r.removeprefix("unreadable file: ") for r in reasons
                                      if r.startswith("unreadable file")), "")
+
+
+def test_a_broken_file_is_quarantined_with_the_same_text_each_time(night):
+    """Without the identity hash of a Java object in its cause (`Scheme@21bc8b3d`): it
+    changed from run to run, so a rerun of the unchanged day committed quarantine again
+    (QA, 2026-11-27)."""
+    _, _, quarantine = night
+    raw = quarantine[quarantine.file == "broken_pages.parquet"].raw.tolist()
+    assert raw and not any(re.search(r"[\w$]@[0-9a-f]{4,8}\b", r) for r in raw), raw
 
 
 def test_the_report_adds_up_over_every_file(night):

@@ -32,6 +32,7 @@ import bz2
 import csv
 import gzip
 import hashlib
+import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +165,9 @@ def read_files(spark, files: dict[Path, Hashable], domain) -> list[Opened | Unre
         if not path.is_file():  # before any open: a FIFO's would wait for a writer
             out.append(_not_regular(path))
             continue
+        if path.stat().st_size == 0:  # empty whatever its name: no records (a Parquet
+            out.append(Opened(path, None, footer_rows=0))  # or bzip2 file of none has
+            continue  # bytes)
         fmt, compression = file_format(path)
         held = _holds_other_format(path) if fmt in ("csv", "json") and not compression \
             else None
@@ -298,6 +302,8 @@ def _read_file(spark, path: Path, fmt, compression, domain) -> Opened | Unreadab
 def _unreadable(path: Path, fmt, compression, e: Exception) -> Unreadable:
     if isinstance(e, UnicodeDecodeError):
         return Unreadable(path, "not UTF-8 text", str(e))
+    if isinstance(e, EOFError):  # a compressed stream cut short before the header's end
+        return Unreadable(path, "broken or truncated file", _first_line(e))
     return Unreadable(path, f"cannot be read as {fmt}" +
                       (f" ({compression[1:]})" if compression else ""), _first_line(e))
 
@@ -307,10 +313,14 @@ def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | N
     text = unquote(str(error))  # Spark names a file by URI
     if "FAILED_READ_FILE" not in text:
         return None
-    for path in files:
+    # the longest path named: `x.csv` is in an error naming `x.csv.gz` too
+    for path in sorted(files, key=lambda p: len(str(p)), reverse=True):
         if str(path) in text or path.as_uri() in text:
             cause = [line for line in text.splitlines() if line.startswith("Caused by:")]
             detail = cause[-1].removeprefix("Caused by: ") if cause else _first_line(error)
+            # without a Java object's identity hash (`Scheme@21bc8b3d`), which differs
+            # from run to run: a rerun of the same file then quarantines the same row
+            detail = re.sub(r"(?<=[\w$])@[0-9a-f]{1,8}\b", "", detail)
             if "exceeds the maximum number of characters" in text:  # univocity's
                 return Unreadable(path, f"a field longer than {MAX_FIELD_CHARS:,} "
                                         "characters", detail[:500])
@@ -378,12 +388,16 @@ def _csv(spark, paths: list[Path], domain, header: list[str],
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
-    names = [h.strip() or f"_c{i}" for i, h in enumerate(header)]
+    # Spark reads the fields by position into columns of its own names: a header naming
+    # `_metadata` or `_corrupt_record` would otherwise hide the file path or collide
+    # with the corrupt-record column; an unnamed column is named by its place
+    names = [h.strip() or f"column {i + 1} (no name)" for i, h in enumerate(header)]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         return [Unreadable(p, "header names a column twice", ", ".join(twice))
                 for p in paths]
-    schema = StructType([StructField(n, StringType()) for n in names] +
+    field = {n: f"_field{i}" for i, n in enumerate(names)}
+    schema = StructType([StructField(field[n], StringType()) for n in names] +
                         [StructField(CORRUPT, StringType())])
     frame = (spark.read.schema(schema).option("header", True).option("multiLine", True)
              .option("escape", '"').option("lineSep", ending).option("mode", "PERMISSIVE")
@@ -399,8 +413,8 @@ def _csv(spark, paths: list[Path], domain, header: list[str],
         if name not in names:
             return F.lit(None).cast("string")
         if name == names[-1] and ending == "\n":  # a CRLF ending's CR
-            return F.regexp_replace(F.col(f"`{name}`"), r"\r\z", "")
-        return F.col(f"`{name}`")
+            return F.regexp_replace(F.col(field[name]), r"\r\z", "")
+        return F.col(field[name])
 
     records = _records(
         frame, source, F.lit(layout), domain, value, lambda name: F.lit(name in names),
@@ -408,7 +422,7 @@ def _csv(spark, paths: list[Path], domain, header: list[str],
         F.when(F.col(CORRUPT).isNotNull(),
                F.lit(f"wrong number of fields (the header has {len(names)})")),
         F.col(CORRUPT),
-        _any_replacement([F.col(f"`{n}`") for n in names] + [F.col(CORRUPT)]))
+        _any_replacement([F.col(field[n]) for n in names] + [F.col(CORRUPT)]))
     return [Opened(p, records) for p in paths]
 
 
@@ -420,7 +434,8 @@ LONE_SURROGATE = (r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2
 def _json(spark, path: Path, domain):
     from pyspark.sql import functions as F
 
-    lines = spark.read.text(literal(path)).where(F.trim("value") != "")
+    # a line of whitespace alone (spaces, tabs, form feeds) is blank, not a record
+    lines = spark.read.text(literal(path)).where(~F.col("value").rlike(r"^\s*$"))
     parsed = F.from_json("value", "map<string,string>",  # JSON, not JavaScript's quotes
                          {"allowSingleQuotes": "false"})
     # a number too large for a double comes out of from_json as the text "Infinity"
@@ -496,8 +511,9 @@ def _parquet(spark, path: Path, domain):
     # Parquet writers need not check that text is UTF-8: such a record is quarantined,
     # not committed for the table's statistics to choke on
     text = [n for n in names if types[n] in ("string", "binary")]
-    malformed = F.lit(None).cast("string") if not text else F.when(F.greatest(
-        *[F.coalesce(~F.is_valid_utf8(value(n)), F.lit(False)) for n in text]),
+    not_utf8 = [F.coalesce(~F.is_valid_utf8(value(n)), F.lit(False)) for n in text]
+    malformed = F.lit(None).cast("string") if not text else F.when(  # greatest needs two
+        F.greatest(*not_utf8) if len(not_utf8) > 1 else not_utf8[0],
         F.lit("text is not UTF-8"))
     records = _records(frame, F.lit(str(path)), F.lit(layout), domain, value,
                        lambda name: F.lit(name in names),
