@@ -4,6 +4,7 @@ silence is stepped over in O(1)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from probcep.engine import PatternError, Query, StreamMatcher
 from probcep.engine.runs import RunLimitError
+from probcep.errors import InputError
 
 from .strategies import LETTERS, patterns, policies, streams, thresholds, windows
 
@@ -102,3 +104,24 @@ def test_paths_that_multiply_without_end_are_refused_not_left_to_fill_memory():
     windowed = Query.build("a (b | c)+ d", domain, policy="complete", threshold=1e-300,
                            window=8)
     assert StreamMatcher(windowed).feed(0, rows)
+
+
+@pytest.mark.parametrize("before, t0, n, said", [
+    ([[0.0, 1.0]], 5, 3, "stream continues at t=1, block starts at t=5"),  # a hole
+    ([[0.0, 1.0]] * 4, 1, 2, "stream continues at t=4, block starts at t=1"),  # back
+    ([], 2 ** 63 - 2, 5, "leaves the 64-bit timesteps"),
+    ([], -2 ** 62 - 1, 5, "is the one timestep the engine cannot take"),
+    ([], 1.5, 5, "a block starts at an integer timestep, got t0=1.5"),
+    ([], 0, 2.5, "a stretch of silence is a whole number of timesteps, got n=2.5"),
+    ([], 0, -1, "a stretch of silence is a whole number of timesteps, got n=-1"),
+])
+def test_silence_is_checked_as_a_block_of_rows_is(before, t0, n, said):
+    """A quiet matcher steps over silence in O(1), but not over the checks `feed` makes:
+    a hole, a step back, or a stretch past the 64-bit timesteps was taken (QA,
+    2026-11-27), and after a fractional t0 every later block was refused."""
+    matcher = StreamMatcher(Query.build("a", ["a", "z"], policy="single"))
+    if before:
+        matcher.feed(0, np.array(before))
+    with pytest.raises(InputError, match=re.escape(said)):
+        matcher.feed_silence(t0, n, np.array([0.0, 1.0]))
+    assert matcher.next_t == (len(before) if before else None)

@@ -180,23 +180,29 @@ class StreamMatcher:
         if probs.ndim != 2 or probs.shape[1] != len(self.query.dfa.domain):
             raise InputError(f"expected rows of {len(self.query.dfa.domain)} probabilities, "
                              f"got shape {probs.shape}")
-        if self.next_t is not None and t0 != self.next_t:
-            raise InputError(f"stream continues at t={self.next_t}, block starts at t={t0}")
-        if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)):
-            raise InputError(f"a block starts at an integer timestep, got t0={t0!r}")
-        t0 = int(t0)
-        if not T_MIN <= t0 <= T_MAX - max(len(probs) - 1, 0):
-            raise InputError(f"a block of {len(probs)} rows from t={t0} leaves the 64-bit "
-                             f"timesteps [{T_MIN}, {T_MAX}]")
-        if t0 <= NONE < t0 + len(probs):
-            raise InputError(f"t={NONE} (-2^62) is the one timestep the engine cannot take: "
-                             "it keeps it for 'none'")
+        t0 = self._block_start(t0, len(probs))
         if self.next_t is None:
             self.rows_t0 = t0
         parts = [self._feed_chunk(t0 + lo, probs[lo:lo + CHUNK_ROWS])  # bounded memory
                  for lo in range(0, len(probs), CHUNK_ROWS)]
         return GroupColumns.concat(parts) if parts else self._columns(
             np.zeros((0, 6), np.int64), np.zeros(0))
+
+    def _block_start(self, t0, n: int) -> int:
+        """`t0` as an int, once a block of `n` rows from it is known to continue the
+        stream, to stay within 64-bit timesteps and to miss the engine's "none"."""
+        if self.next_t is not None and t0 != self.next_t:
+            raise InputError(f"stream continues at t={self.next_t}, block starts at t={t0}")
+        if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)):
+            raise InputError(f"a block starts at an integer timestep, got t0={t0!r}")
+        t0 = int(t0)
+        if not T_MIN <= t0 <= T_MAX - max(n - 1, 0):
+            raise InputError(f"a block of {n} rows from t={t0} leaves the 64-bit "
+                             f"timesteps [{T_MIN}, {T_MAX}]")
+        if t0 <= NONE < t0 + n:
+            raise InputError(f"t={NONE} (-2^62) is the one timestep the engine cannot take: "
+                             "it keeps it for 'none'")
+        return t0
 
     def feed_silence(self, t0: int, n: int, row: np.ndarray) -> GroupColumns:
         """Process `n` timesteps that all have the distribution `row` (a stretch with no
@@ -206,7 +212,14 @@ class StreamMatcher:
         no run that survives it and ends no match), every further row leaves it exactly
         as it is: the rest of the stretch is skipped in O(1). Before that, rows are fed
         in growing chunks, at most about twice as many as the runs needed to die."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise InputError(f"a stretch of silence is a whole number of timesteps, got "
+                             f"n={n!r}")
         row = np.ascontiguousarray(row, dtype=np.float64).reshape(1, -1)
+        if row.shape[1] != len(self.query.dfa.domain):
+            raise InputError(f"expected rows of {len(self.query.dfa.domain)} probabilities, "
+                             f"got shape {row.shape}")
+        t0, n = self._block_start(t0, int(n)), int(n)
         parts, done, chunk = [], 0, 16
         while done < n:
             if self.quiet(row):
