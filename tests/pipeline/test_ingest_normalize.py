@@ -288,7 +288,8 @@ def test_a_backfill_makes_silver_in_one_pass_as_nights_and_a_renormalize_would(
     assert silver[(silver.stream_id == "person-1") & (silver.t == late_t)].Room.iloc[0] > 0.5
 
 
-def test_a_lake_refuses_settings_whose_clock_would_rename_its_times(spark, settings, tmp_path):
+def test_a_lake_refuses_settings_whose_clock_would_rename_its_times(spark, settings, tmp_path,
+                                                                   capsys):
     """Silver's t count timesteps of the clock it was made with; another timestep or
     epoch would stamp every group with another time (group-day did, silently)."""
     from probcep.errors import ProbcepError
@@ -310,6 +311,17 @@ def test_a_lake_refuses_settings_whose_clock_would_rename_its_times(spark, setti
         with pytest.raises(ProbcepError, match="silver's t count timesteps of 60 s from "
                                                "2026-01-01T00:00:00 UTC, the settings' of"):
             RunContext.open("group-day", settings=settings_file(step, epoch))
+    # the commands that read silver with settings of their own: `slice` found "0 rows"
+    # where the rows were (QA, 2026-11-27), `plot` drew them at other times
+    from probcep.cli import main
+
+    other = settings_file(30, "2026-01-01T00:00:00")
+    for argv in (["slice", "--stream", "person-0", "--start", "2026-01-01T00:00",
+                  "--end", "2026-01-02T00:00"],
+                 ["plot", "--lake", str(settings.lake_root), "--stream", "person-0",
+                  "--pattern", "room_visit", "-o", str(tmp_path / "p.png")]):
+        assert main([*argv, "--settings", str(other)]) == 2
+        assert "silver's t count timesteps of 60 s" in capsys.readouterr().err
 
 
 def test_a_day_never_ingested_is_refused_and_an_empty_one_ingested_is_silence(spark,

@@ -77,7 +77,7 @@ def from_lake(args: argparse.Namespace) -> int:
     from probcep.config.registry import load_registry
     from probcep.config.settings import load_settings
     from probcep.lake.slices import with_silence
-    from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS
+    from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS, refuse_other_clock
     from probcep.pipeline.evaluate import read_episodes
 
     settings = dataclasses.replace(load_settings(args.settings), lake_root=args.lake)
@@ -94,6 +94,7 @@ def from_lake(args: argparse.Namespace) -> int:
 
     if not SILVER.exists(args.lake):
         raise ProbcepError(f"{SILVER.path(args.lake)}: no silver table here")
+    refuse_other_clock(args.lake, clock.label)
     ours = [("stream_id", "=", args.stream)]
     known = SILVER.read(args.lake, ours).to_pandas().sort_values("t")
     if not len(known):

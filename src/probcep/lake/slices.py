@@ -17,7 +17,7 @@ import numpy as np
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
-from probcep.lake.tables import SILVER
+from probcep.lake.tables import SILVER, refuse_other_clock
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,7 @@ def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,
     lake = settings.lake_root
     if not SILVER.exists(lake):
         raise ProbcepError(f"{SILVER.path(lake)}: no silver table here")
+    refuse_other_clock(lake, settings.clock.label)
     clock = settings.clock
     first, last = clock.timestep(start), clock.timestep(end - dt.timedelta(0, 0, 1))
     import pyarrow as pa

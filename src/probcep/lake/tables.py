@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from probcep.errors import writing
+from probcep.errors import ProbcepError, writing
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
 
 #: Columns that describe a run, not a result: ignored when deciding whether rows changed.
@@ -367,6 +367,18 @@ NORMALIZE_LOG = Table("silver/normalize_log", "date", pa.schema([
     ("bronze", pa.string()), ("run_id", pa.string()), ("normalize_time", UTC_MICROS),
 ]))
 SILVER_KEYS = ("stream_id", "t", "ts", "date")
+
+
+def refuse_other_clock(lake, label: str) -> None:
+    """ProbcepError when silver's `t` were counted on another clock than `label`'s (the
+    settings' `timestep_seconds` and `epoch`): every t would name another time, and a
+    slice or a plot would find no rows where they are."""
+    made_with = SILVER.recorded(lake, "clock")
+    if made_with not in (None, label):
+        raise ProbcepError(f"{SILVER.path(lake)}: silver's t count timesteps of "
+                           f"{made_with}, the settings' of {label}: every t would name "
+                           f"another time (use the lake's timestep_seconds and epoch, or "
+                           f"another lake_root)")
 
 
 def silver_schema(symbols: Sequence[str]) -> pa.Schema:

@@ -22,7 +22,7 @@ from probcep.config.clock import Clock
 from probcep.config.registry import RegisteredApprox, RegisteredPattern, load_registry
 from probcep.config.settings import Settings, load_settings
 from probcep.errors import ProbcepError
-from probcep.lake.tables import SILVER
+from probcep.lake.tables import SILVER, refuse_other_clock
 
 
 class SilverSource(Protocol):
@@ -167,12 +167,8 @@ class RunContext:
         if registry is not None:
             loaded = dataclasses.replace(loaded, registry=Path(registry))
         silver = DistributionFiles(Path(source)) if source else LakeSilver(loaded)
-        made_with = None if source else SILVER.recorded(loaded.lake_root, "clock")
-        if made_with not in (None, loaded.clock.label):
-            raise ProbcepError(f"{SILVER.path(loaded.lake_root)}: silver's t count timesteps "
-                               f"of {made_with}, the settings' of {loaded.clock.label}: "
-                               f"every t would name another time (use the lake's "
-                               f"timestep_seconds and epoch, or another lake_root)")
+        if not source:
+            refuse_other_clock(loaded.lake_root, loaded.clock.label)
         entries = load_registry(loaded.registry, silver.domain())
         unknown = [n for n in patterns or () if n not in entries]
         if unknown:
