@@ -447,3 +447,20 @@ def test_a_day_ingested_from_files_is_not_emptied_by_a_landing_root_without_it(s
     (settings.landing_dir / DAY.isoformat()).mkdir()
     assert ingest_day(run(settings), DAY).silent
     assert BRONZE.read(settings.lake_root).num_rows == 0
+
+
+def test_missing_day_refuse_stops_grouping_a_day_never_normalized(settings):
+    """Under `missing_day: refuse` a day without data is an error: ingest refuses it, so
+    it is never normalized, and grouping it refuses too (QA, 2026-11-27: it grouped the
+    day as silence and recorded it processed). Under `silence` it is a day of silence."""
+    from probcep.errors import ProbcepError
+    from probcep.pipeline.normalize import unready
+
+    settings.landing_dir.mkdir(parents=True)
+    refusing = dataclasses.replace(settings, missing_day="refuse")
+    assert unready(settings, DAY) == ""
+    assert "missing_day: refuse" in unready(refusing, DAY)
+    with pytest.raises(ProbcepError, match=f"{DAY} was never normalized"):
+        from probcep.pipeline.group_day import group_day
+
+        group_day(run(refusing), DAY)

@@ -151,7 +151,11 @@ def unready(settings, day: dt.date) -> str:
     bronze = BRONZE.files(lake, sources(settings, day))
     logged = NORMALIZE_LOG.read(lake, NORMALIZE_LOG.day_filter(day, {}))["bronze"].to_pylist()
     if not SILVER.files(lake, [("date", "=", day.isoformat())]):
-        if not bronze:
+        if not bronze:  # silence, if normalize said so or the settings take it as such
+            if settings.missing_day == "refuse" and not logged:
+                return (f"{day} was never normalized, and a day without data is an error "
+                        f"(missing_day: refuse): run `probcep ingest --date {day}` and "
+                        f"`probcep normalize --date {day}`")
             return ""
         if not logged:
             return (f"{day} has bronze readings but no silver: run `probcep normalize "
