@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from probcep.cli import main
 
@@ -170,3 +172,45 @@ def test_what_no_symbol_or_stream_can_be_is_refused(tmp_path, capsys, name, text
     assert main(["approx", "--pattern", ".", "--max-errors", "0", "--window", "3", *extra,
                  str(path)]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["", "\n", " \t\n\n"])
+@pytest.mark.parametrize("name", ["none.jsonl", "none.ndjson"])
+def test_json_lines_without_records_hold_no_events(tmp_path, capsys, name, text):
+    """A JSON lines file has no header: one without records is as a header-only CSV file,
+    no events, not "empty (not even a header)" (QA, 2026-11-27)."""
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["approx", "--pattern", "a b", "--max-errors", "0", "--window", "3",
+                 str(path)]) == 0
+    assert capsys.readouterr().out == ""
+
+
+events = st.lists(st.tuples(st.integers(0, 2), st.sampled_from("abcd")), min_size=1,
+                  max_size=12).map(lambda steps: [  # tags that rise by 0 to 2
+                      (sum(d for d, _ in steps[:i + 1]), s) for i, (_, s) in enumerate(steps)])
+QA_Z = [(0, "c"), (0, "d"), (1, "b"), (1, "a"), (1, "d"), (3, "c"), (3, "b"), (5, "c")]
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events, events, st.sampled_from(["a b+ c", "a ( b | c ) d b", "(a | b) c* d"]),
+       st.sampled_from([[], ["--budget", "1", "--policy", "oldest"],
+                        ["--budget", "1", "--policy", "history"],
+                        ["--budget", "1", "--policy", "random"]]))
+@example([(0, "a"), (1, "b")], QA_Z, "a ( b | c ) d b", [])
+def test_a_streams_lines_are_the_same_bytes_beside_another(tmp_path, capsys, other, mine,
+                                                            pattern, budget):
+    """The automaton that streams share numbers cost vectors as it meets them, so the
+    order of a match point's lines (and budget ties) followed the streams before it
+    (QA, 2026-11-27): they follow the vectors now."""
+    both, alone = tmp_path / "both.csv", tmp_path / "alone.csv"
+    rows = [("y", t, s) for t, s in other] + [("z", t, s) for t, s in mine]
+    for path, kept in ((both, rows), (alone, [r for r in rows if r[0] == "z"])):
+        pd.DataFrame(kept, columns=["stream_id", "tag", "symbol"]).to_csv(path, index=False)
+    lines = {}
+    for path in (both, alone):
+        assert main(["approx", "--pattern", pattern, "--max-errors", "2", "--window", "6",
+                     "--domain", "a,b,c,d", "--bundles", *budget, str(path)]) == 0
+        lines[path] = [x for x in capsys.readouterr().out.splitlines() if '"z"' in x]
+    assert lines[both] == lines[alone]

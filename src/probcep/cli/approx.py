@@ -79,9 +79,12 @@ def register(sub) -> None:
 
 def read_events(path: Path) -> dict[str, pd.DataFrame]:
     """One frame (tag, symbol) per stream, in tag order (ties keep file order)."""
-    if path.is_file() and path.stat().st_size == 0:
+    lines = path.suffix.lower() in (".jsonl", ".ndjson")
+    if not lines and path.is_file() and path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty (not even a header): no events")
     frame = read_table(path, text=("stream_id", "symbol", "tag"))  # tags as written
+    if lines and frame.columns.empty:  # no record: JSON lines have no header to miss
+        return {}
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")

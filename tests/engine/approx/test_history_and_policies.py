@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -76,7 +78,8 @@ def test_history_policy_prefers_the_proxy_of_each_vector():
 
 def test_oldest_first_keeps_the_newest():
     nodes = [Node(s, s, 0, 1, s, None) for s in (4, 1, 7, 3)]
-    assert [n.start for n in OldestFirstShedding().select(nodes, 2, 9, None)] == [7, 4]
+    matcher = SimpleNamespace(ea=SimpleNamespace(vector=lambda vid: bytes([vid])))
+    assert [n.start for n in OldestFirstShedding().select(nodes, 2, 9, matcher)] == [7, 4]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -237,7 +237,9 @@ class ApproxMatcher:
             child[2].append(None if is_seed else node)
             steps.append((node, vid))
         found = []
-        ordered = sorted(children.items())
+        # by start, then by cost vector: ids number vectors in the order the automaton,
+        # shared by the streams of a file, first met them, so they depend on other streams
+        ordered = sorted(children.items(), key=lambda c: (c[0][0], ea.vector(c[0][1])))
         bundle: Bundle | None = None  # every match of this event lands in one bundle
         for (start, vid), (start_tag, count, sources) in ordered:
             err = ea.error(vid)

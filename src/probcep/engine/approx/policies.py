@@ -41,7 +41,8 @@ class OldestFirstShedding:
     name = "oldest"
 
     def select(self, candidates, units, tag, matcher):
-        return sorted(candidates, key=lambda n: (-n.start, n.vid))[:units]
+        vector = matcher.ea.vector  # not the id: ids depend on the other streams
+        return sorted(candidates, key=lambda n: (-n.start, vector(n.vid)))[:units]
 
     declines = False
 
@@ -118,11 +119,12 @@ class HistoryPolicy:
         scored = []
         for n in candidates:
             key = h.key(n.vid, n.start_tag, n.last_tag, tag)
-            scored.append((-h.value_of(key), -n.start, n.vid, h.match_map(key), n))
-        scored.sort(key=lambda s: s[:3])
+            scored.append((-h.value_of(key), -n.start, matcher.ea.vector(n.vid), n.vid,
+                           h.match_map(key), n))
+        scored.sort(key=lambda s: s[:3])  # ties by cost vector: ids depend on other streams
         tiers: tuple[list, list, list] = ([], [], [])
         seen_maps: set[int] = set()
-        for _, _, vid, mmap, n in scored:
+        for _, _, _, vid, mmap, n in scored:
             if newest[vid] != n.start:
                 tiers[2].append(n)
             elif mmap and mmap not in seen_maps:
