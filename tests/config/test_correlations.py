@@ -71,6 +71,9 @@ def test_version_covers_what_changes_rows_and_not_the_strategy(tmp_path):
     ("    colour: red\n", "unknown field(s) ['colour']"),
     ("    alert_threshold: 3\n", "alert_threshold must lie in [0, 1]"),
     ("    min_probability: high\n", "min_probability must be a number"),
+    # empty values and a list: one line each, not a traceback (QA, 2026-11-27)
+    ("    min_probability:\n", "min_probability must be a number, got nothing"),
+    ("    alert_threshold:\n", "alert_threshold must be a number, got nothing"),
 ])
 def test_bad_entries_are_refused_naming_them(tmp_path, extra, message):
     with pytest.raises(RegistryError, match="loitered") as info:
@@ -86,6 +89,12 @@ def test_bad_entries_are_refused_naming_them(tmp_path, extra, message):
     ("  loitered:", "  visit:", "have the name of a pattern"),
     ("archive_window: 30", "archive_window: 4",
      "archive_window: the window of 4 is shorter than the shortest match"),
+    ("live: visit", "live: [visit]", "live must name an exact pattern"),
+    ("archive_window: 30", "archive_window: 30.0",  # another version of 30
+     "archive_window must be a positive integer, got 30.0"),
+    ("archive_window: 30", "archive_window: 0", "archive_window must be a positive integer"),
+    ("archive_pattern: 'Door Hallway{3,} Door'", "archive_pattern:",
+     "archive_pattern must be pattern text, such as 'Door Room+ Door', got nothing"),
 ])
 def test_bad_values_are_refused(tmp_path, old, new, message):
     with pytest.raises(RegistryError, match="correlation") as info:

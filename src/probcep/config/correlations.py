@@ -85,7 +85,7 @@ def parse_correlation(name, entry, domain: tuple[str, ...], patterns: dict,
                             f"allowed: {sorted(FIELDS)}")
     if missing:
         raise RegistryError(f"{where}: missing field(s) {missing}")
-    live = patterns.get(entry["live"])
+    live = patterns.get(entry["live"]) if isinstance(entry["live"], str) else None
     if not isinstance(live, RegisteredPattern):
         exact = [n for n, p in patterns.items() if isinstance(p, RegisteredPattern)]
         raise RegistryError(f"{where}: live must name an exact pattern of the registry "
@@ -96,17 +96,26 @@ def parse_correlation(name, entry, domain: tuple[str, ...], patterns: dict,
     mode = entry.get("mode", "exists")
     if mode not in MODES:
         raise RegistryError(f"{where}: mode must be one of {MODES}, got {mode!r}")
-    window = entry.get("archive_window")
-    for field, value in (("archive_window", window),
-                         ("min_probability", entry.get("min_probability", 0.0)),
+    window = entry.get("archive_window")  # empty: no window, as a pattern's `window:`
+    if window is not None and not (isinstance(window, int) and not isinstance(window, bool)
+                                   and window >= 1):  # 2.0 would be another version of 2
+        raise RegistryError(f"{where}: archive_window must be a positive integer, got "
+                            f"{window!r}")
+    for field, value in (("min_probability", entry.get("min_probability", 0.0)),
                          ("alert_threshold", entry.get("alert_threshold", 0.5))):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise RegistryError(f"{where}: {field} must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RegistryError(f"{where}: {field} must be a number, got "
+                                f"{'nothing' if value is None else repr(value)}")
+    archive = entry["archive_pattern"]
+    if not isinstance(archive, str) or not archive.strip():
+        raise RegistryError(f"{where}: archive_pattern must be pattern text, such as "
+                            f"'Door Room+ Door', got "
+                            f"{'nothing' if archive is None else repr(archive)}")
     alert = entry.get("alert_threshold", 0.5)
     if not 0.0 <= alert <= 1.0:
         raise RegistryError(f"{where}: alert_threshold must lie in [0, 1], got {alert!r}")
     try:
-        corr = Correlation.build(str(entry["archive_pattern"]), domain, window=window,
+        corr = Correlation.build(archive, domain, window=window,
                                  lookback=timesteps(entry["lookback"], step, f"{where}: lookback"),
                                  gap=timesteps(entry.get("gap", 1), step, f"{where}: gap"),
                                  mode=mode,
