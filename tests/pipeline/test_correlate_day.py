@@ -272,3 +272,41 @@ def test_correlate_day_killed_mid_write_leaves_no_trace_and_runs_again_as_once(
         correlated_night(tmp_path / "clean", k)
     for t in (CORRELATIONS, CORRELATION_ALERTS, CORRELATION_ALERT_CHANGES, ARCHIVE_STATS):
         assert same_rows(t.read(lake), t.read(tmp_path / "clean")), t.name
+
+
+def test_a_rerun_finds_later_days_by_their_groups_and_refuses_a_day_not_grouped(spark,
+                                                                                tmp_path):
+    """The later days a rerun correlates again are those whose groups' archive ranges
+    reach the fixed days, found from the groups: a day whose rows all fell below
+    `min_probability` has no row, and was passed over (QA, 2026-11-27). And
+    `correlate-day` on a day its live pattern was never grouped on refuses, as
+    `publish-alerts` does: it emptied the day's rows and alerts."""
+    from probcep.errors import ProbcepError
+
+    silver = make_silver(days=DAYS, streams=3, seed=5)
+    visit = STEPS_PER_DAY + 56  # Door Room Room Door early on day 1: its range reaches day 0
+    _set(silver, "s0", range(2 * STEPS_PER_DAY), [0.0, 0.0, 1.0])
+    _set(silver, "s0", [visit, visit + 3], [0.0, 1.0, 0.0])
+    registry = {p.name: p for p in PATTERNS}
+    strict = [parse_correlation("c_strict", {
+        "live": "visit", "archive_pattern": "Hallway Door Hallway", "archive_window": 4,
+        "lookback": 200, "gap": 3, "min_probability": 1.0}, DOMAIN, registry,
+        dt.timedelta(minutes=10))]
+    lake = tmp_path / "lake"
+    source = FrameSilver(lambda d: day_of(silver, (d - DAY0).days), tmp_path / "in",
+                         fill=SILENCE)
+    ctx = context(lake, source, "night-0")
+    ctx.__dict__["correlations"] = strict
+    with pytest.raises(ProbcepError, match=f"{DAY0}: not grouped for visit"):
+        correlate_day(ctx, DAY0, strict)
+    assert not CORRELATIONS.exists(lake)
+    for k in range(DAYS):
+        day = DAY0 + dt.timedelta(k)
+        ctx = context(lake, source, f"night-{k}")
+        group_exact(ctx, day)
+        correlate_day(ctx, day, strict)
+    day1 = DAY0 + dt.timedelta(1)
+    assert not len(CORRELATIONS.read(lake, [("batch_date", "=", day1)]))  # no row
+    assert GROUPS.read(lake, [("batch_date", "=", day1), ("t_start", "=", visit)]).num_rows
+    ctx.__dict__["correlations"] = strict
+    assert correlation_days(ctx, [], DAY0) == [day1]

@@ -94,15 +94,17 @@ def grouped_after(ctx: RunContext, day: dt.date) -> tuple[dt.date, ...]:
     return tuple(sorted(later))
 
 
-def ungrouped(ctx: RunContext, day: dt.date) -> list[RegisteredPattern]:
-    """The run's exact pattern versions that were never grouped on `day` (no "day
-    processed" row): the day holds no groups of theirs, not even none."""
+def ungrouped(ctx: RunContext, day: dt.date,
+              patterns: list[RegisteredPattern] | None = None) -> list[RegisteredPattern]:
+    """The pattern versions (default: the run's exact ones) that were never grouped on
+    `day` (no "day processed" row): the day holds no groups of theirs, not even none."""
     done = set()
     for part in STATES.scan(ctx.lake, [("batch_date", "=", day)],
                             pc.field("stream_id") == PROCESSED,
                             ["pattern", "pattern_version", "stream_id", "batch_date"]):
         done.update(zip(*(part.column(c).to_pylist() for c in ("pattern", "pattern_version"))))
-    return [p for p in ctx.exact if (p.name, p.version) not in done]
+    return [p for p in (ctx.exact if patterns is None else patterns)
+            if (p.name, p.version) not in done]
 
 
 #: The `stream_id` of a pattern version's "day processed" row in the state table: a quiet

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.compute as pc
 
 from probcep.config.registry import load_registry
-from probcep.lake.tables import CORRELATIONS, STATES, same_rows
+from probcep.lake.tables import GROUPS, STATES, same_rows
 from probcep.pipeline.approx_day import approx_day
 from probcep.pipeline.context import LakeSilver, RunContext
 from probcep.pipeline.correlate_day import correlate_day
@@ -131,13 +130,19 @@ def _rerun(ctx: RunContext, first: dt.date, last: dt.date,
 
 def correlation_days(ctx: RunContext, regrouped: list[dt.date], last: dt.date) -> list[dt.date]:
     """The days whose correlations a rerun recomputes: those regrouped, and the later
-    correlated days whose archive range can reach into the fixed ones (a group may start
-    the day before its night, so one day more than the lookback)."""
+    days holding a group of a correlation's live pattern whose archive range,
+    [t_start - lookback, t_start - gap], can reach into the fixed days. Found from the
+    groups, not from the correlation rows: a day whose groups all fell below
+    `min_probability` has none, and a group of a pattern without a window may start
+    days before its night."""
     if not ctx.correlations:
         return []
-    steps = ctx.settings.steps_per_day()
-    reach = max(math.ceil(c.correlation.lookback / steps) for c in ctx.correlations) + 1
-    stored = CORRELATIONS.read(ctx.lake, [
-        ("batch_date", ">", last), ("batch_date", "<=", last + dt.timedelta(reach)),
-        ("correlation", "in", [c.name for c in ctx.correlations])])
-    return sorted(set(regrouped) | set(stored["batch_date"].to_pylist()))
+    end = ctx.clock.day_range(last)[1]  # the first timestep after the fixed days
+    days = set(regrouped)
+    for c in ctx.correlations:
+        reaching = GROUPS.read(ctx.lake, [
+            ("batch_date", ">", last), ("pattern", "=", c.live.name),
+            ("pattern_version", "=", c.live.version),
+            ("t_start", "<", end + c.correlation.lookback)], columns=["batch_date"])
+        days.update(reaching["batch_date"].to_pylist())
+    return sorted(days)
