@@ -100,3 +100,10 @@ def test_bad_values_are_refused(tmp_path, old, new, message):
     with pytest.raises(RegistryError, match="correlation") as info:
         load(tmp_path, BASE.replace(old, new))
     assert message in str(info.value)
+
+
+def test_a_bad_entry_is_named_with_its_line(tmp_path):
+    """As a pattern entry is (QA, 2026-11-27: correlation errors named no line)."""
+    with pytest.raises(RegistryError, match=r"patterns.yaml, line 6: correlation 'loitered': "
+                                            r"mode must be one of"):
+        load(tmp_path, BASE + "    mode: maybe\n")

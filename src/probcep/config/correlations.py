@@ -68,13 +68,17 @@ def load_correlations(path: str | Path, domain, patterns: dict,
     clash = sorted(set(entries) & set(patterns))
     if clash:
         raise RegistryError(f"{path}: correlation(s) {clash} have the name of a pattern")
-    return {name: parse_correlation(name, entry, tuple(domain), patterns, step, str(path))
+    lines = getattr(entries, "lines", {})
+    return {name: parse_correlation(name, entry, tuple(domain), patterns, step, str(path),
+                                    line=lines.get(name))
             for name, entry in entries.items()}
 
 
 def parse_correlation(name, entry, domain: tuple[str, ...], patterns: dict,
-                      step: dt.timedelta, source: str = "registry") -> RegisteredCorrelation:
-    where = f"{source}: correlation {name!r}"
+                      step: dt.timedelta, source: str = "registry",
+                      line: int | None = None) -> RegisteredCorrelation:
+    """Check one entry (`line`: where its name stands in the file) and build it."""
+    where = f"{source}{'' if line is None else f', line {line}'}: correlation {name!r}"
     if not isinstance(name, str) or not name.isidentifier():
         raise RegistryError(f"{where}: names must be identifiers (letters, digits, _)")
     if not isinstance(entry, dict):
