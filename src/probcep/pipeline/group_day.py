@@ -60,7 +60,8 @@ class GroupDayReport:
         return (f"{later[0]}" + (f" and {len(later) - 1} later days were" if len(later) > 1
                                  else " was") +
                 f" grouped before {self.day}, without its readings (a group running into "
-                f"them from {self.day} is missing there): `probcep rerun --from {self.day} "
+                f"them from {self.day} is missing there, and a correlation reading "
+                f"{self.day} took it as silence): `probcep rerun --from {self.day} "
                 f"--to {self.day}` recomputes them")
 
 
