@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -464,3 +465,18 @@ def test_missing_day_refuse_stops_grouping_a_day_never_normalized(settings):
         from probcep.pipeline.group_day import group_day
 
         group_day(run(refusing), DAY)
+
+
+def test_a_lake_under_a_folder_with_spaces_and_accents_runs(spark, settings, tmp_path):
+    """delta-rs names a table's files with its folder URL-encoded (`my%20lake`): read as
+    paths, normalize found no bronze file and failed with a traceback (QA, 2026-11-27)."""
+    from probcep.lake.slices import silver_slice
+
+    odd = dataclasses.replace(settings, lake_root=tmp_path / "my lake é+,")
+    write(odd, long_rows(), "readings.csv")
+    ingest_day(run(odd), DAY)
+    report = normalize_day(run(odd), DAY)
+    assert report.rows and all(Path(f).is_file() for f in SILVER.files(odd.lake_root))
+    part = silver_slice(odd, "a", dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+                        dt.datetime(2026, 1, 2, tzinfo=dt.UTC))
+    assert part.read().num_rows

@@ -17,7 +17,7 @@ import numpy as np
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
-from probcep.lake.tables import SILVER, refuse_other_clock
+from probcep.lake.tables import SILVER, local_files, refuse_other_clock
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,8 @@ def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,
     from deltalake import DeltaTable
 
     table = DeltaTable(str(SILVER.path(lake)))
-    files = table.file_uris(file_pruning_predicate=[
+    files = local_files(table, [
         ("stream_id", "=", stream_id), ("t", ">=", first), ("t", "<=", last)])
-    seen = bool(files) or bool(table.file_uris(
-        file_pruning_predicate=[("stream_id", "=", stream_id)]))
-    return SilverSlice(stream_id, first, last, files, len(table.file_uris()),
+    seen = bool(files) or bool(local_files(table, [("stream_id", "=", stream_id)]))
+    return SilverSlice(stream_id, first, last, files, len(local_files(table)),
                        pa.schema(table.schema().to_arrow()), seen)

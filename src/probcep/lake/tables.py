@@ -139,7 +139,7 @@ class Table:
         if not self.exists(lake):
             return lambda filters=None: []
         table = DeltaTable(str(self.path(lake)), version=version)
-        return lambda filters=None: table.file_uris(file_pruning_predicate=filters or None)
+        return lambda filters=None: local_files(table, filters)
 
     def scan(self, lake, filters=None, where: pc.Expression | None = None,
              columns: Sequence[str] | None = None,
@@ -367,6 +367,17 @@ NORMALIZE_LOG = Table("silver/normalize_log", "date", pa.schema([
     ("bronze", pa.string()), ("run_id", pa.string()), ("normalize_time", UTC_MICROS),
 ]))
 SILVER_KEYS = ("stream_id", "t", "ts", "date")
+
+
+def local_files(table, filters=None) -> list[str]:
+    """The paths of a delta-rs table's files that may hold rows matching `filters`, as
+    the file system names them. delta-rs gives the table's own folder URL-encoded (a
+    lake under `my lake/` as `my%20lake/`), which Spark and Arrow then cannot find."""
+    from urllib.parse import unquote, urlparse
+
+    encoded = urlparse(table.table_uri).path  # the files' paths start with it
+    return [unquote(encoded) + f[len(encoded):] if f.startswith(encoded) else f
+            for f in table.file_uris(file_pruning_predicate=filters or None)]
 
 
 def refuse_other_clock(lake, label: str) -> None:
