@@ -106,8 +106,8 @@ BASE = "lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\ndomain: [A]\n"
      r"lake root .*/lake 100%41: delta-rs cannot open a table under a path with '%41'"),
     (BASE.replace("x", "'a^b|c'") + "epoch: '2026-01-01T00:00:00'\n", {},
      r"lake root .*/a\^b\|c: delta-rs cannot open a table under a path with '\^' or '\|'"),
-    (BASE.replace("x", '"a\\tb"') + "epoch: '2026-01-01T00:00:00'\n", {},  # a tab
-     r"lake root .*/a\tb: delta-rs cannot open a table under a path with '\\t'"),
+    (BASE.replace("x", '"a\\tb"') + "epoch: '2026-01-01T00:00:00'\n", {},  # a tab, shown
+     r"lake root '.*/a\\tb': delta-rs cannot open a table under a path with '\\t'"),
     (BASE + "epoch: '2026-01-01T00:00:00'\nlake_root: elsewhere\n", {},  # not the last kept
      r"s.yaml: cannot read settings: .*'lake_root' is named twice\n.* line 6"),
 ])

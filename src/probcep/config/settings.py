@@ -88,8 +88,9 @@ class Settings:
         odd = sorted(set(path) & set(LAKE_PATH_REFUSED)) + sorted(
             {c for c in path if ord(c) < 32 or ord(c) == 127}) + sorted(
             set(LAKE_PATH_ESCAPE.findall(path)))
-        if odd:
-            raise SettingsError(f"lake root {self.lake_root}: delta-rs cannot open a table "
+        if odd:  # a path holding a line break is shown on one line
+            shown = path if path.isprintable() else repr(path)
+            raise SettingsError(f"lake root {shown}: delta-rs cannot open a table "
                                 f"under a path with {' or '.join(map(repr, odd))}")
 
     @property

@@ -61,7 +61,7 @@ class GroupDayReport:
                                  else " was") +
                 f" grouped before {self.day}, without its readings (a group running into "
                 f"them from {self.day} is missing there, and a correlation reading "
-                f"{self.day} took it as silence): `probcep rerun --from {self.day} "
+                f"{self.day} read it as it was then): `probcep rerun --from {self.day} "
                 f"--to {self.day}` recomputes them")
 
 
