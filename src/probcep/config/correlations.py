@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from probcep.config.registry import RegisteredPattern, RegistryError
+from probcep.config.registry import VALUES, RegisteredPattern, RegistryError
 from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine import PatternError
 from probcep.engine.correlate import MODES, Correlation
@@ -101,10 +101,9 @@ def parse_correlation(name, entry, domain: tuple[str, ...], patterns: dict,
     if mode not in MODES:
         raise RegistryError(f"{where}: mode must be one of {MODES}, got {mode!r}")
     window = entry.get("archive_window")  # empty: no window, as a pattern's `window:`
-    if window is not None and not (isinstance(window, int) and not isinstance(window, bool)
-                                   and window >= 1):  # 2.0 would be another version of 2
-        raise RegistryError(f"{where}: archive_window must be a positive integer, got "
-                            f"{window!r}")
+    is_window, what = VALUES["window"]  # as a pattern's: 2.0 would be another version of 2
+    if window is not None and not is_window(window):
+        raise RegistryError(f"{where}: archive_window must be {what}, got {window!r}")
     for field, value in (("min_probability", entry.get("min_probability", 0.0)),
                          ("alert_threshold", entry.get("alert_threshold", 0.5))):
         if isinstance(value, bool) or not isinstance(value, int | float):

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from probcep.config.registry import RegisteredApprox
 from probcep.lake.spark import literal
 from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
-from probcep.pipeline.context import RunContext
+from probcep.pipeline.context import RunContext, pattern_versions
 
 _OUT = ("kind string, pattern string, pattern_version string, stream_id string, "
         "a long, b long, c long, d long, e long")
@@ -115,8 +115,8 @@ def _write(ctx: RunContext, day: dt.date, matches: pa.Table, bundles: pa.Table) 
     the commits' metadata."""
     entries = ctx.approximate
     names = [e.name for e in entries]
-    meta = ctx.commit_meta(batch_date=day.isoformat(), pattern_versions=",".join(
-        f"{e.name}={e.version}" for e in entries))
+    meta = ctx.commit_meta(batch_date=day.isoformat(),
+                           pattern_versions=pattern_versions(entries))
     APPROX_MATCHES.replace_day(ctx.lake, day, matches, meta, pattern=names)
     APPROX_BUNDLES.replace_day(ctx.lake, day, bundles, meta, pattern=names)
     return meta

@@ -247,3 +247,8 @@ class RunContext:
         """A commit's metadata: the run, `fields`, and the run's reason if it has one."""
         return {"run_id": self.run_id, **fields,
                 **({"rerun_reason": self.reason} if self.reason else {})}
+
+
+def pattern_versions(patterns) -> str:
+    """Commit metadata naming the pattern versions a write holds (`name=version,...`)."""
+    return ",".join(f"{p.name}={p.version}" for p in patterns)

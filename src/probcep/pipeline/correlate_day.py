@@ -28,7 +28,6 @@ from probcep.engine.correlate import Correlated, dense_rows
 from probcep.engine.grouping import Group
 from probcep.engine.read_plans import ArchiveStats, correlate, match_ends
 from probcep.engine.transducer import Transducer
-from probcep.errors import ProbcepError
 from probcep.lake.archive import SilverArchive, StreamStarts
 from probcep.lake.tables import (
     ARCHIVE_STATS,
@@ -41,7 +40,7 @@ from probcep.lake.tables import (
     commit_once,
 )
 from probcep.pipeline.context import RunContext
-from probcep.pipeline.group_day import ungrouped
+from probcep.pipeline.group_day import refuse_ungrouped
 
 #: The stream id of a statistics row for a stream silent all day.
 SILENT = ""
@@ -69,12 +68,9 @@ def correlate_day(ctx: RunContext, day: dt.date,
     """Every correlation of the run (default: those whose live pattern it groups)."""
     version = ctx.source.version()  # the archive is silver as it is now, whatever lands later
     chosen = ctx.correlations if correlations is None else correlations
-    missing = ungrouped(ctx, day, list({(c.live.name, c.live.version): c.live
-                                         for c in chosen}.values()))
-    if missing:  # its rows and alerts would be emptied, and the step would look done
-        names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
-        raise ProbcepError(f"{day}: not grouped for {names}: no correlation to compute; run "
-                           f"`probcep group-day --date {day}` first")
+    # its rows and alerts would be emptied, and the step would look done
+    refuse_ungrouped(ctx, day, "no correlation to compute",
+                     list({(c.live.name, c.live.version): c.live for c in chosen}.values()))
     lo, end = ctx.clock.day_range(day)
     computed = [correlate_groups(ctx, day, c, live_groups(ctx, day, c), version, (lo, end - 1))
                 for c in chosen]

@@ -24,7 +24,7 @@ from probcep.config.registry import RegisteredPattern
 from probcep.errors import InputError, ProbcepError
 from probcep.lake.delta import staging_folder
 from probcep.lake.tables import GROUPS, STATES
-from probcep.pipeline.context import RunContext
+from probcep.pipeline.context import RunContext, pattern_versions
 from probcep.pipeline.group_tasks import run_grouping
 
 
@@ -95,17 +95,23 @@ def grouped_after(ctx: RunContext, day: dt.date) -> tuple[dt.date, ...]:
     return tuple(sorted(later))
 
 
-def ungrouped(ctx: RunContext, day: dt.date,
-              patterns: list[RegisteredPattern] | None = None) -> list[RegisteredPattern]:
-    """The pattern versions (default: the run's exact ones) that were never grouped on
-    `day` (no "day processed" row): the day holds no groups of theirs, not even none."""
+def refuse_ungrouped(ctx: RunContext, day: dt.date, nothing: str,
+                     patterns: list[RegisteredPattern] | None = None) -> None:
+    """ProbcepError when a pattern version (default: the run's exact ones) was never
+    grouped on `day` (no "day processed" row): the day holds no groups of theirs, not even
+    none, and a step that read them would look done having done `nothing` (its
+    message: "nothing to publish")."""
     done = set()
     for part in STATES.scan(ctx.lake, [("batch_date", "=", day)],
                             pc.field("stream_id") == PROCESSED,
                             ["pattern", "pattern_version", "stream_id", "batch_date"]):
         done.update(zip(*(part.column(c).to_pylist() for c in ("pattern", "pattern_version"))))
-    return [p for p in (ctx.exact if patterns is None else patterns)
-            if (p.name, p.version) not in done]
+    missing = [p for p in (ctx.exact if patterns is None else patterns)
+               if (p.name, p.version) not in done]
+    if missing:
+        names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
+        raise ProbcepError(f"{day}: not grouped for {names}: {nothing}; run "
+                           f"`probcep group-day --date {day}` first")
 
 
 #: The `stream_id` of a pattern version's "day processed" row in the state table: a quiet
@@ -170,8 +176,8 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
                                until=ctx.clock.day_range(day)[1])
         groups, new_states = split_output(out, day, ctx.run_id, ctx.clock, patterns)
         check_groups(groups.to_pandas())
-        meta = ctx.commit_meta(batch_date=day.isoformat(), pattern_versions=",".join(
-            f"{p.name}={p.version}" for p in patterns), **read)
+        meta = ctx.commit_meta(batch_date=day.isoformat(),
+                               pattern_versions=pattern_versions(patterns), **read)
         wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
         wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
     result = GroupResult(groups=groups.num_rows,

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from probcep.errors import ProbcepError
 from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY, commit_once
-from probcep.pipeline.context import RunContext
-from probcep.pipeline.group_day import day_groups, ungrouped
+from probcep.pipeline.context import RunContext, pattern_versions
+from probcep.pipeline.group_day import day_groups, refuse_ungrouped
 
 
 @dataclass(frozen=True)
@@ -28,11 +27,7 @@ class AlertChanges:
 def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     """Replace the day's alerts of the run's exact patterns by the day's groups at or
     above their alert threshold; record the changes."""
-    missing = ungrouped(ctx, day)
-    if missing:  # its alerts would be retracted, and the step would look done
-        names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
-        raise ProbcepError(f"{day}: not grouped for {names}: nothing to publish; run "
-                           f"`probcep group-day --date {day}` first")
+    refuse_ungrouped(ctx, day, "nothing to publish")  # its alerts would be retracted
     patterns = ctx.exact
     names = [p.name for p in patterns]
     alerts = alerts_of(day_groups(ctx, day), patterns)
@@ -40,9 +35,9 @@ def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}), version)
     added = _anti_join(alerts, before)
     retracted = _anti_join(before, alerts)
-    meta = ctx.commit_meta(batch_date=day.isoformat(), pattern_versions=",".join(
-        f"{p.name}={p.version}" for p in patterns), added=added.num_rows,
-        retracted=retracted.num_rows)
+    meta = ctx.commit_meta(batch_date=day.isoformat(),
+                           pattern_versions=pattern_versions(patterns),
+                           added=added.num_rows, retracted=retracted.num_rows)
     if added.num_rows or retracted.num_rows:
         # The changes first, as the Delta transaction (day, patterns) at the alerts'
         # version they were computed from: killed before the alerts' commit, the step run

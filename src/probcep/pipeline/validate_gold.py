@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from probcep.errors import ProbcepError
 from probcep.pipeline.context import RunContext
-from probcep.pipeline.group_day import day_groups, ungrouped
+from probcep.pipeline.group_day import day_groups, refuse_ungrouped
 
 
 def check_groups(frame, docs_dir=None, *, day: str | None = None, run_id: str | None = None):
@@ -24,11 +23,8 @@ def check_groups(frame, docs_dir=None, *, day: str | None = None, run_id: str | 
 def validate_gold(ctx: RunContext, day: dt.date) -> int:
     """Check the day's stored groups of the run's exact patterns, with Data Docs; returns
     how many rows passed."""
-    missing = ungrouped(ctx, day)
-    if missing:  # no rows would pass as a day of no groups, and the step look done
-        names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
-        raise ProbcepError(f"{day}: not grouped for {names}: nothing to validate; run "
-                           f"`probcep group-day --date {day}` first")
+    # no rows would pass as a day of no groups, and the step look done
+    refuse_ungrouped(ctx, day, "nothing to validate")
     rows = day_groups(ctx, day).to_pandas()
     check_groups(rows, docs_dir=ctx.docs_dir, day=day.isoformat(), run_id=ctx.run_id)
     return len(rows)
