@@ -518,6 +518,31 @@ def test_a_dead_runs_moved_files_are_removed_unless_committed(tmp_path):
     assert same_rows(BRONZE.read(tmp_path), rows, ignore=())
 
 
+def test_a_dead_runs_files_stay_when_the_log_cannot_be_read_in_full(tmp_path, monkeypatch):
+    """A history shorter than the commits since the dead run's read proves nothing: its
+    files stay (delta-rs lists no commit under a path with `#`; the cleanup then removed
+    the files of the table's current version)."""
+    from probcep.lake.delta import MOVED_FILE, STAGING, clear_dead_staging
+
+    rows = bronze_rows(DAY, "first", 12)
+    with staging_folder(BRONZE.path(tmp_path)) as folder:
+        folder.mkdir()
+        pq.write_table(rows, folder / "part-00000.parquet")
+        assert commit_staged(folder, rows.schema, BRONZE, tmp_path, DAY, {"run_id": "first"})
+    write = DeltaTable(str(BRONZE.path(tmp_path))).history(1)[0]["write_id"]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = Owner(Owner.me().machine, Owner.me().boot, gone.pid, 1)
+    folder = BRONZE.path(tmp_path) / STAGING / f"{uuid.uuid4().hex}-{dead.tag()}"
+    folder.mkdir()
+    rel = [c.split("/bronze/readings/")[1] for c in BRONZE.files(tmp_path)]
+    (folder / MOVED_FILE).write_text(json.dumps(
+        {"write": write, "version": BRONZE.version(tmp_path) - 1, "files": rel}))
+    monkeypatch.setattr(DeltaTable, "history", lambda self, limit=None: [])
+    assert clear_dead_staging(BRONZE.path(tmp_path)) == [folder]
+    assert same_rows(BRONZE.read(tmp_path), rows, ignore=())
+
+
 def test_several_days_are_replaced_in_one_commit_and_only_their_slices(tmp_path):
     """`replace_days`: the days named, of the key values named, in one commit; another
     day and another pattern of the same days keep their rows."""

@@ -39,9 +39,11 @@ READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 RESERVED_NAMES = (*READING_COLUMNS, "t", "date")
 #: The largest target file size: Spark takes the bytes as a 64-bit count.
 MAX_FILE_MB = 1 << 20
-#: Characters of a lake path delta-rs refuses as a URL or reads as a separator, and a
-#: URL escape (`%41`), which it decodes: the table would be looked for in another folder.
-LAKE_PATH_REFUSED = "[]\\^|"
+#: Characters of a lake path delta-rs refuses as a URL or reads as a separator, those
+#: under which it opens a table but lists none of its commits (`#`, `?`: the clock check
+#: and the cleanup after a killed run read commits), and a URL escape (`%41`), which it
+#: decodes: the table would be looked for in another folder.
+LAKE_PATH_REFUSED = "[]\\^|#?"
 LAKE_PATH_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 #: `PROBCEP_*` variables that are not settings: the settings file, where a deployment
 #: keeps `jobs/` (the DAGs), and the SPHERE data of the real-data tests.
@@ -90,8 +92,9 @@ class Settings:
             set(LAKE_PATH_ESCAPE.findall(path)))
         if odd:  # a path holding a line break is shown on one line
             shown = path if path.isprintable() else repr(path)
-            raise SettingsError(f"lake root {shown}: delta-rs cannot open a table "
-                                f"under a path with {' or '.join(map(repr, odd))}")
+            raise SettingsError(f"lake root {shown}: delta-rs cannot open a table or list "
+                                f"its commits under a path with "
+                                f"{' or '.join(map(repr, odd))}")
 
     @property
     def checkpoint(self) -> Path:
