@@ -130,6 +130,21 @@ def test_a_tables_own_retention_is_kept_and_a_shorter_one_warned(tmp_path, capsy
     assert "a retention of 168 h is under the tables' own (720 h" in err
 
 
+def test_vacuum_with_lake_still_checks_the_settings(tmp_path, capsys, monkeypatch):
+    """`--lake` names the lake, but a settings file that is not there or a bad setting
+    is refused as by every command (QA, 2026-11-27: exit 0 without a word)."""
+    lake = tmp_path / "lake"
+    replaced(lake)
+    assert main(["vacuum", "--lake", str(lake), "--settings", str(tmp_path / "none.yaml")]) == 2
+    assert "none.yaml" in capsys.readouterr().err
+    monkeypatch.setenv("PROBCEP_GAP_POLICY", "guess")
+    assert main(["vacuum", "--lake", str(lake)]) == 2
+    assert "guess" in capsys.readouterr().err
+    monkeypatch.delenv("PROBCEP_GAP_POLICY")
+    assert main(["vacuum", "--lake", str(tmp_path / "a#b")]) == 2
+    assert "'#'" in capsys.readouterr().err
+
+
 def test_not_a_lake_a_folder_without_log_and_a_broken_log(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()

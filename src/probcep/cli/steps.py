@@ -6,6 +6,7 @@ task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 from contextlib import contextmanager
 from pathlib import Path
@@ -224,7 +225,10 @@ def vacuum(args: argparse.Namespace) -> int:
     from probcep.lake.vacuum import VacuumError, report, vacuum_lake
     from probcep.pipeline.context import new_run_id
 
-    lake = args.lake or load_settings(args.settings).lake_root
+    settings = load_settings(args.settings)  # checked with --lake too, as every command's
+    if args.lake:
+        settings = dataclasses.replace(settings, lake_root=Path(args.lake))
+    lake = settings.lake_root
     if not Path(lake).is_dir():
         raise ProbcepError(f"{lake}: no lake here (not a folder): nothing to vacuum")
     meta = {"run_id": new_run_id("vacuum")}
