@@ -812,6 +812,19 @@ def test_a_day_that_has_not_begun_is_refused_before_any_work(tmp_path, capsys, a
     assert not (tmp_path / "lake").exists()
 
 
+def test_ingest_of_a_day_that_has_not_begun_names_its_folder(tmp_path, capsys, monkeypatch):
+    """Issue 13: `probcep ingest --date 2030-01-01` exits 2 with one line naming the
+    missing folder (argparse's usage lines came first, and no folder was named)."""
+    later = dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1)
+    monkeypatch.setenv("PROBCEP_LANDING_DIR", str(tmp_path / "landing"))
+    assert main(["ingest", "--date", str(later), "--lake", str(tmp_path / "lake")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"probcep ingest: error: {tmp_path / 'landing' / str(later)}: no landing "
+                   f"folder: {later} has not begun (today is "
+                   f"{later - dt.timedelta(days=1)}, UTC)"]
+    assert not (tmp_path / "lake").exists()
+
+
 @pytest.mark.parametrize("start,end,refused", [
     ("2026-01-01T00:00+05:00", "2026-01-02", False),
     ("2026-01-02T00:00+05:00", "2026-01-01T18:00", True),  # 19:00Z: the end is before it

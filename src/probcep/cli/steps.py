@@ -29,14 +29,18 @@ def _options(p, patterns: bool = True) -> None:
                             "skipping ingest and normalize")
 
 
+def iso_day(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+
+
 def begun_day(text: str) -> dt.date:
     """A day argument: an ISO date no later than today (UTC). A later day has not begun:
     a step that recorded it as done would put every real night after it out of order,
     and a year's typo (2062 for 2026) would have a lookback reach across decades."""
-    try:
-        day = dt.date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+    day = iso_day(text)
     today = dt.datetime.now(dt.UTC).date()
     if day > today:
         raise argparse.ArgumentTypeError(f"{day} has not begun (today is {today}, UTC)")
@@ -45,7 +49,8 @@ def begun_day(text: str) -> dt.date:
 
 def _day(sub, name: str, text: str, handler, patterns: bool = True):
     p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-    p.add_argument("--date", type=begun_day, required=True)
+    # ingest names the landing folder a later day cannot have yet (`ingest`)
+    p.add_argument("--date", type=iso_day if name == "ingest" else begun_day, required=True)
     _options(p, patterns)
     p.set_defaults(handler=handler)
     return p
@@ -145,8 +150,14 @@ def _context(args: argparse.Namespace, step: str):
 
 
 def ingest(args: argparse.Namespace) -> int:
+    from probcep.config.settings import load_settings
     from probcep.pipeline.ingest import ingest_day
 
+    today = dt.datetime.now(dt.UTC).date()
+    if args.date > today:  # one line naming the folder, before any work (issue 13)
+        folder = load_settings(args.settings).landing_dir / args.date.isoformat()
+        raise ProbcepError(f"{folder}: no landing folder: {args.date} has not begun "
+                           f"(today is {today}, UTC)")
     with _context(args, "ingest") as ctx:
         print(ingest_day(ctx, args.date).line())
     return 0
