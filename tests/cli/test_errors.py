@@ -12,6 +12,7 @@ import datetime as dt
 import errno
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -865,3 +866,37 @@ def test_zero_and_the_smallest_double_are_taken(tmp_path, capsys, value):
                          "--threshold", value)
     assert code == 0, err
     assert out.count("\n") == 3  # a match of `a` at each of t = 1, 2, 3
+
+
+SIGTERM_STEP = """
+import sys, time
+import datetime as dt
+from probcep.cli import main, steps
+from probcep.lake.tables import GROUPS
+
+def held(args):  # a step holding its slice lock, as group-day does while it works
+    with GROUPS.lock(sys.argv[1], dt.date(2026, 1, 1), pattern=["room_visit"]):
+        print("locked", flush=True)
+        time.sleep(60)
+
+steps.vacuum = held
+sys.exit(main(["vacuum", "--lake", sys.argv[1]]))
+"""
+
+
+def test_sigterm_releases_the_steps_locks(tmp_path):
+    """SIGTERM (Airflow's timeout) unwinds the step: its lock is removed and it says so in
+    one line, exit 143. It used to end the process at once, leaving the lock to a holder
+    that another worker cannot judge gone (QA, 2026-11-27: its retry waited 600 s)."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    step = subprocess.Popen([sys.executable, "-c", SIGTERM_STEP, str(lake)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert step.stdout.readline() == "locked\n"
+    assert list(lake.rglob("*.lock"))
+    step.send_signal(signal.SIGTERM)
+    out, err = step.communicate(timeout=60)
+    assert step.returncode == 143
+    assert err.splitlines() == ["probcep vacuum: error: stopped by SIGTERM (its locks and "
+                                "staged files are released: the step can run again)"]
+    assert not list(lake.rglob("*.lock"))

@@ -5,14 +5,19 @@ line and the exit code is 2. A full disk is one too, wherever a step hit it
 (`probcep.errors.writing`), and so is one raised in a Spark executor
 (`probcep.errors.from_executors`). Anything else is a bug and keeps its traceback (exit 1).
 The `jobs/` entry points that spark-submit runs call `main`, so they behave the same.
+SIGTERM (Airflow's timeouts, a task marked failed) unwinds the command like an error, so
+that it releases its slice locks and staging folders: exit 143, one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 import warnings
+from contextlib import contextmanager
 
 from probcep.cli.destinations import check_output, stdout_closed
 from probcep.errors import ProbcepError, ProbcepWarning, from_executors, writing
@@ -72,8 +77,12 @@ def _run(args: argparse.Namespace) -> int:
             if target is not None:  # a state is saved over the one it resumed from
                 check_output(target, [p for name, p in read.items() if p is not None and (
                     option, name) != ("save_state", "resume_from")])
-        with writing(getattr(args, "output", None)), from_executors():
+        with _sigterm_unwinds(), writing(getattr(args, "output", None)), from_executors():
             return int(args.handler(args) or 0)
+    except Terminated:
+        print(f"probcep {args.command}: error: stopped by SIGTERM (its locks and staged "
+              "files are released: the step can run again)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except ProbcepError as exc:
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -81,3 +90,27 @@ def _run(args: argparse.Namespace) -> int:
         if not stdout_closed():
             raise
         return 0  # whoever read the output stopped (`| head`): nothing more to say
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so that every `finally` runs: by default
+    the signal ends the process at once, leaving a step's slice locks to a lock holder
+    that is gone (judged so only on its own host: a retry on another Airflow worker
+    waited 600 s and failed). A BaseException, so that no `except Exception` keeps it."""
+
+
+@contextmanager
+def _sigterm_unwinds():
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can take signals
+        return
+
+    def stop(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the
+        raise Terminated                                # clean-up short (SIGKILL still can)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
