@@ -99,20 +99,20 @@ BASE = "lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\ndomain: [A]\n"
     (BASE + "epoch: '2026-01-01T00:00:00'\n", {"PROBCEP_EPOCH": "2026-13-01T00:00:00"},
      "environment PROBCEP_EPOCH: cannot read"),
     (BASE.replace("x", "/data/lk[1]") + "epoch: '2026-01-01T00:00:00'\n", {},
-     r"lake root /data/lk\[1\]: delta-rs cannot open a table or list its commits under a path with '\[' or '\]'"),
+     r"lake root /data/lk\[1\]: delta-rs cannot open a table or list .* with '\[' or '\]'"),
     # delta-rs decodes a URL escape (its table would be looked for under "lake 100A")
     # and panics at `^` or `|` (QA, 2026-11-27); a `%` that escapes nothing is taken
     (BASE.replace("x", "'lake 100%41'") + "epoch: '2026-01-01T00:00:00'\n", {},
-     r"lake root .*/lake 100%41: delta-rs cannot open a table or list its commits under a path with '%41'"),
+     r"lake root .*/lake 100%41: delta-rs cannot open a table or list .* with '%41'"),
     (BASE.replace("x", "'a^b|c'") + "epoch: '2026-01-01T00:00:00'\n", {},
-     r"lake root .*/a\^b\|c: delta-rs cannot open a table or list its commits under a path with '\^' or '\|'"),
+     r"lake root .*/a\^b\|c: delta-rs cannot open a table or list .* with '\^' or '\|'"),
     # delta-rs opens a table under `#` or `?` but lists none of its commits: the clock
     # check passed and a killed run's cleanup removed committed files (QA, 2026-11-27)
     (BASE.replace("x", "'lake #2?'") + "epoch: '2026-01-01T00:00:00'\n", {},
      r"lake root .*/lake #2\?: delta-rs cannot open a table or list its commits under a "
      r"path with '#' or '\?'"),
     (BASE.replace("x", '"a\\tb"') + "epoch: '2026-01-01T00:00:00'\n", {},  # a tab, shown
-     r"lake root '.*/a\\tb': delta-rs cannot open a table or list its commits under a path with '\\t'"),
+     r"lake root '.*/a\\tb': delta-rs cannot open a table or list .* with '\\t'"),
     (BASE + "epoch: '2026-01-01T00:00:00'\nlake_root: elsewhere\n", {},  # not the last kept
      r"s.yaml: cannot read settings: .*'lake_root' is named twice\n.* line 6"),
 ])

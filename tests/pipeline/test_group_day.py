@@ -284,3 +284,39 @@ def test_publish_killed_between_its_two_commits_records_the_changes_once(spark, 
               (tmp_path / "killed", tmp_path / "clean")]
     pd.testing.assert_frame_equal(*(a.sort_values(list(a.columns)).reset_index(drop=True)
                                     for a in alerts))
+
+
+def test_two_publishes_of_a_day_at_once_take_turns(spark, tmp_path, monkeypatch):
+    """Two publish-alerts of one day at once: the second reads the alerts after the
+    first's commit and reports no change (QA, 2026-11-27: both read before either
+    committed and both said "added 28", where only one run's changes were recorded)."""
+    import threading
+    import time
+
+    from probcep.pipeline.publish_alerts import publish_alerts
+
+    silver = make_silver(days=1, seed=3)
+    source = daily(silver, tmp_path / "silver-input")
+    group_exact(context(tmp_path, source, "night"), DAY0)
+    version = tables.Table.version
+
+    def slow(table, lake):  # widens the window between reading the alerts and committing
+        time.sleep(0.3)
+        return version(table, lake)
+
+    monkeypatch.setattr(tables.Table, "version", slow)
+    said = {}
+
+    def publish(run_id):
+        said[run_id] = publish_alerts(context(tmp_path, source, run_id), DAY0).added
+
+    runs = [threading.Thread(target=publish, args=(f"publish-{k}",)) for k in range(2)]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    added = sorted(said.values())
+    assert added[0] == 0 and added[1] > 0
+    changes = ALERT_CHANGES.read(tmp_path).to_pandas()
+    assert len(changes) == added[1]
+    assert set(changes.changed_by_run) == {k for k, v in said.items() if v}

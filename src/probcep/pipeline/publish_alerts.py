@@ -31,23 +31,27 @@ def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     patterns = ctx.exact
     names = [p.name for p in patterns]
     alerts = alerts_of(day_groups(ctx, day), patterns)
-    version = ALERTS.version(ctx.lake)
-    before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}), version)
-    added = _anti_join(alerts, before)
-    retracted = _anti_join(before, alerts)
-    meta = ctx.commit_meta(batch_date=day.isoformat(),
-                           pattern_versions=pattern_versions(patterns),
-                           added=added.num_rows, retracted=retracted.num_rows)
-    if added.num_rows or retracted.num_rows:
-        # The changes first, as the Delta transaction (day, patterns) at the alerts'
-        # version they were computed from: killed before the alerts' commit, the step run
-        # again finds the same alerts, skips this commit and makes the other. (Alerts
-        # first lost the changes for good: run again, it found nothing to change.)
-        commit_once(ALERT_CHANGES, lake=ctx.lake, rows=pa.concat_tables([
-            _change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),
-            metadata=meta, app_id=f"probcep-alert-changes-{day}-{','.join(sorted(names))}",
-            version=0 if version is None else version + 1)
-    ALERTS.replace_day(ctx.lake, day, alerts, meta, pattern=names)
+    # The day's alert slice is held from reading the alerts to the last commit: a second
+    # run at once then reads the first's alerts and finds nothing to change (both read
+    # first, and both reported the same changes, recorded under one run only).
+    with ALERTS.lock(ctx.lake, day, pattern=names):
+        version = ALERTS.version(ctx.lake)
+        before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}), version)
+        added = _anti_join(alerts, before)
+        retracted = _anti_join(before, alerts)
+        meta = ctx.commit_meta(batch_date=day.isoformat(),
+                               pattern_versions=pattern_versions(patterns),
+                               added=added.num_rows, retracted=retracted.num_rows)
+        if added.num_rows or retracted.num_rows:
+            # The changes first, as the Delta transaction (day, patterns) at the alerts'
+            # version they were computed from: killed before the alerts' commit, the step run
+            # again finds the same alerts, skips this commit and makes the other. (Alerts
+            # first lost the changes for good: run again, it found nothing to change.)
+            commit_once(ALERT_CHANGES, lake=ctx.lake, rows=pa.concat_tables([
+                _change(added, "added", ctx.run_id), _change(retracted, "retracted", ctx.run_id)]),
+                metadata=meta, app_id=f"probcep-alert-changes-{day}-{','.join(sorted(names))}",
+                version=0 if version is None else version + 1)
+        ALERTS.replace_day(ctx.lake, day, alerts, meta, pattern=names)
     return AlertChanges(added=added.num_rows, retracted=retracted.num_rows)
 
 
