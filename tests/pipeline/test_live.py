@@ -396,6 +396,10 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     (day / "notes.txt").write_text("not readings\n")
     (day / "sub").mkdir()
     shutil.copy(files[1], day / "sub" / "inner.csv")
+    # entries Spark's listing leaves out (QA, 2026-11-27: live passed over them unseen)
+    os.mkfifo(day / "pipe.csv")
+    (day / "dangling.csv").symlink_to(day / "gone.csv")
+    (day / "hollow").mkdir()
     shutil.copy(files[1], land / "stray.csv")
     (land / "not-a-day").mkdir()
     shutil.copy(files[1], land / "not-a-day" / "x.csv")
@@ -410,6 +414,8 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
                        quarantined["reason"]))
     assert "unknown format" in reasons.pop("notes.txt")
     assert "not a regular file" in reasons.pop("sub")
+    for name in ("pipe.csv", "dangling.csv", "hollow"):
+        assert "not a regular file" in reasons.pop(name)
     assert not any(f in reasons for f in ("inner.csv", "stray.csv", "x.csv"))
     assert not (bronze["source_file"].map(lambda f: Path(f).name)
                 .isin(["inner.csv", "stray.csv", "x.csv"]).any())
@@ -418,7 +424,8 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     shutil.copy(files[1], day / "sub" / "inner2.csv")  # lists the sub-folder again
     LiveQuery(ctx, echo=said.append).run(once=True)
     quarantined = QUARANTINE.read(lake).to_pandas()
-    assert (quarantined["source_file"].map(lambda f: Path(f).name) == "sub").sum() == 1
+    for name in ("sub", "pipe.csv", "dangling.csv", "hollow"):  # once each
+        assert (quarantined["source_file"].map(lambda f: Path(f).name) == name).sum() == 1
     (day / os.fsdecode(b"caf\xe9.csv")).write_bytes(files[2].read_bytes())
     with pytest.raises(IngestError, match=r"caf\\xe9.csv' is not UTF-8"):
         LiveQuery(ctx, echo=said.append).run(once=True)

@@ -86,6 +86,7 @@ from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_
 from probcep.pipeline.group_day import PROCESSED, saved_states, split_output
 from probcep.pipeline.group_tasks import _advance, _group_rows, _state_rows
 from probcep.pipeline.ingest import checked_batch, refuse_misplaced
+from probcep.pipeline.landing import data_files
 from probcep.pipeline.live_day_end import DayEndStates
 from probcep.pipeline.live_states import LiveStates
 from probcep.pipeline.normalize import distributions
@@ -259,7 +260,7 @@ class LiveQuery:
         meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label}
         data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
         refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
-        data = self.unseen_folders(data)
+        data = self.unseen_odd(odd_entries(data))
         data, ingested = self.not_ingested(data, listed)
         if ingested:  # a fresh checkpoint after the nights ran (catching up, `--once`)
             line = (f"batch {batch_id}: {len(ingested)} file(s) ingested by the night of "
@@ -424,10 +425,11 @@ class LiveQuery:
                     alerts.append(alert_rows(table, c))
         return pa.concat_tables(rows), pa.concat_tables(alerts)
 
-    def unseen_folders(self, entries: list[Path]) -> list[Path]:
-        """The entries but sub-folders an earlier micro-batch quarantined already: a file
-        added inside one lists it again, and the night counts it once."""
-        folders = {str(p): _folder_day(p) for p in entries if p.is_dir()}
+    def unseen_odd(self, entries: list[Path]) -> list[Path]:
+        """The entries but those not regular files (sub-folders, FIFOs, links to nothing)
+        that an earlier micro-batch or the night quarantined already: a file added inside
+        a sub-folder lists it again, and the night counts each once."""
+        folders = {str(p): _folder_day(p) for p in entries if not p.is_file()}
         if not folders:
             return entries
         seen = QUARANTINE.read(self.ctx.lake, [
@@ -556,6 +558,16 @@ def landing_entries(root: Path, files: list[Path]) -> tuple[list[Path], list[Pat
         elif not parts[1].startswith(("_", ".")):  # markers, as `data_files` skips them
             entries.add(base / parts[0] / parts[1])
     return sorted(entries), outside
+
+
+def odd_entries(entries: list[Path]) -> list[Path]:
+    """The entries, with the day folders' entries that are not regular files: Spark's
+    listing leaves out FIFOs, links to nothing and empty sub-folders, which ingest
+    quarantines as not regular files (so each micro-batch looks at its days' folders)."""
+    found = set(entries)
+    for folder in sorted({p.parent for p in entries}):
+        found.update(p for p in data_files(folder) if not p.is_file())
+    return sorted(found)
 
 
 def _day(name: str) -> dt.date | None:
