@@ -76,3 +76,42 @@ def test_carrying_passes_anywhere_changes_no_bit(seed, n, cuts, case, carry_afte
         grouping.CARRY_AFTER = saved
     for name in GroupColumns.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(split, name), getattr(one, name))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # patched per example
+@given(st.integers(0, 2 ** 32 - 1), st.integers(3, 80), st.sampled_from(["single", "complete"]),
+       st.sampled_from([None, 3, 12]), st.sampled_from(["a b+ c", "(a|b)+ c", "a .* c"]))
+def test_a_block_fed_in_pieces_by_the_event_cap_gives_the_same_groups(monkeypatch, seed, n,
+                                                                      policy, window,
+                                                                      pattern):
+    """`MAX_EVENTS` makes the run tracker stop early and the matcher fold those events
+    before going on; the groups are those of one piece, bit for bit."""
+    import probcep.engine.runs as runs
+
+    probs = np.random.default_rng(seed).dirichlet(np.ones(3), n)
+    query = Query.build(pattern, "abc", policy=policy, threshold=0.0, window=window)
+    whole = _groups(query, probs, saved=False)
+    with monkeypatch.context() as patched:
+        patched.setattr(runs, "MAX_EVENTS", 8)
+        pieces = _groups(query, probs, saved=False)
+    for name in GroupColumns.__dataclass_fields__:
+        assert getattr(pieces, name).tolist() == getattr(whole, name).tolist(), name
+
+
+def test_events_are_held_to_the_cap_without_a_window():
+    """At θ = 0 without a window every start keeps a run, so a row's events grow with the
+    stream: 20,000 rows of `a b+ c` asked for gigabytes of event buffers (QA,
+    2026-11-27: out of memory, 21 GB at 30,000 rows). Now they stay at the cap."""
+    import probcep.engine.runs as runs
+
+    rng = np.random.default_rng(1)
+    w = rng.uniform(0.01, 1, (6_000, 3))
+    w[:, 0] *= 0.01
+    w[:, 2] *= 0.0005
+    query = Query.build("a b+ c", "abc", policy="single", threshold=0.0)
+    matcher = StreamMatcher(query)
+    found = GroupColumns.concat([matcher.feed_columns(0, w / w.sum(1, keepdims=True)),
+                                 matcher.finish_columns()])
+    assert len(found) == 1 and found.n_matches[0] > 10 ** 7
+    assert len(matcher.runs._ev[0]) <= runs.MAX_EVENTS

@@ -253,12 +253,17 @@ class StreamMatcher:
         return columns
 
     def _feed_chunk(self, t0: int, probs: np.ndarray) -> GroupColumns:
-        self.rows = np.concatenate([self.rows, probs]) if len(self.rows) else probs.copy()
-        self.next_t = t0 + len(probs)
-        ev_t, ev_s, ev_c, ev_m = self.runs.advance(t0, probs)
-        if len(ev_t):
-            self._add_events(ev_t, ev_s, ev_c, ev_m)
-        return self._emit(final_before=self.runs.min_start())
+        parts, done = [], 0
+        while done < len(probs):  # in pieces when their events would be too many
+            fed, (ev_t, ev_s, ev_c, ev_m) = self.runs.advance(t0 + done, probs[done:])
+            piece = probs[done:done + fed]
+            self.rows = np.concatenate([self.rows, piece]) if len(self.rows) else piece.copy()
+            done += fed
+            self.next_t = t0 + done
+            if len(ev_t):
+                self._add_events(ev_t, ev_s, ev_c, ev_m)
+            parts.append(self._emit(final_before=self.runs.min_start()))
+        return GroupColumns.concat(parts)
 
     def _add_events(self, ev_t, ev_s, ev_c, ev_m):
         # One column per end time: their span bounds them without a pass over the events

@@ -27,6 +27,12 @@ DONE, GROW = 0, 1
 #: many times what they need at that moment (a burst of events in the first rows would
 #: otherwise ask for the block's length times the burst).
 GROWTH_CAP = 8
+#: The event buffer is not grown past this many entries (128 MiB) within one call: a
+#: call stops early instead, its events are folded into groups, and the next call goes
+#: on. Without a window at θ = 0 every start keeps a run, so a row's events grow with
+#: the stream, and a chunk's asked for gigabytes (20,000 rows of `a b+ c` ran out of
+#: memory; 30,000 reached 21 GB).
+MAX_EVENTS = 1 << 22
 #: The largest run buffer (entries; about 0.9 GiB with its twin). At θ > 0 every path is
 #: its own run, so a tiny θ without a window lets them multiply by up to the domain's size
 #: each row: refused with a reason here, not left to exhaust the machine's memory.
@@ -175,11 +181,12 @@ class RunTracker:
         return int(self.s[0]) if self.n else None
 
     def advance(self, t0: int, probs: np.ndarray):
-        """Feed rows for times t0, t0+1, ...; returns match events (t, s, count, max),
-        views of buffers that the next call overwrites."""
+        """Feed rows for times t0, t0+1, ...; returns (rows fed, match events (t, s,
+        count, max)), views of buffers that the next call overwrites. Stops after fewer
+        rows than given when their events would outgrow `MAX_EVENTS`."""
         dfa = self.dfa
         n_sym = probs.shape[1]
-        cap_ev = max(64, self.events_per_row * len(probs))
+        cap_ev = min(max(64, self.events_per_row * len(probs)), MAX_EVENTS)
         ev = self._ev
         if len(ev[0]) < cap_ev:
             ev = (np.empty(cap_ev, np.int64), np.empty(cap_ev, np.int64),
@@ -207,17 +214,21 @@ class RunTracker:
                                                        if self.window else " and no window") +
                         " they multiply faster than they end; use a window or a larger θ")
                 self._grow(2 * need)
+            if n_ev + need > len(ev[0]) and row > 0 and n_ev + need > MAX_EVENTS:
+                self._ev = ev
+                return row, tuple(a[:n_ev] for a in ev)  # these first: see MAX_EVENTS
             if n_ev + need > len(ev[0]):  # room for the rest at the rate so far, plus
                 # 1/4, but at most GROWTH_CAP times what is needed now: a burst of events
                 # in a block's first rows must not be taken as the rate of the whole block
                 rest = -(-n_ev * (len(probs) - row) // max(row, 1))
                 size = max(2 * (n_ev + need),
                            min(n_ev + need + rest + rest // 4, GROWTH_CAP * (n_ev + need)))
+                size = min(size, max(MAX_EVENTS, n_ev + need))
                 ev = tuple(_grown(a, size, n_ev) for a in ev)
         if n_ev > cap_ev:  # the next block starts with buffers of the size this one needed
             self.events_per_row = -(-n_ev // len(probs)) + 1
         self._ev = ev
-        return tuple(a[:n_ev] for a in ev)
+        return len(probs), tuple(a[:n_ev] for a in ev)
 
     def _grow(self, size: int):
         arrays = (self.q, self.s, self.c, self.m)
