@@ -1,60 +1,85 @@
-"""Synthetic event streams for the approximate-matching evaluation (the paper's Section 6).
+"""Approximate patterns in a night: the executors' step over many small streams, one call
+per stream (`applyInPandas`, the automaton built each time: the code before 2026-11-27)
+against one call per partition (`mapInPandas`, `approx_day._match_partition`), alternated
+in one process, medians of three; both give the same rows (checked first).
 
-Two kinds, each a list of (symbol, tag):
-
-- `tweet_stream`: tweet-like letter streams for the buy-point pattern of the
-  approximate-matching paper's Example 1. Each tweet is `S`, a ticker (`a` for $AAPL, `o`
-  for another), a keyword (bullish chart pattern `b d w r`, good news `g e u`, or a neutral
-  word `n`) and `E`; all letters of a tweet carry the tweet's timestamp. Buy-point episodes
-  (two or more bullish $AAPL tweets, then two or more good-news ones) are planted among
-  background tweets; letters are dropped and neutral letters inserted at random.
-- `sensor_stream`: the most likely symbol per timestep of an RFID-like trace of a person
-  moving Hallway -> Door -> Room -> Door -> Hallway, with misread timesteps.
+    PYTHONPATH=src .venv/bin/python benchmarks/approx_streams.py --streams 20000
 """
 
 from __future__ import annotations
 
-import random
+import argparse
+import functools
+import os
+import pickle
+import time
 
-BUY_PATTERN = "( S a [b d w r] E ){2,} ( S a [g e u] E ){2,}"
-BULLISH, NEWS, NEUTRAL = "bdwr", "geu", "n"
-SENSOR_PATTERN = "Hallway Door Room{3,} Door Hallway"
-SENSOR_SYMBOLS = ("Hallway", "Door", "Room")
+import numpy as np
+import pandas as pd
 
+from probcep.config.registry import parse_entry
+from probcep.engine.approx import Budget, ErrorAutomaton, History, make_policy, run_stream
+from probcep.lake.spark import spark_session
+from probcep.pipeline import approx_day
 
-def tweet_stream(n_tweets: int, seed: int, *, p_episode: float = 0.04, p_drop: float = 0.08,
-                 p_noise: float = 0.1, p_apple: float = 0.4) -> list[tuple[str, int]]:
-    rng = random.Random(seed)
-    tweets: list[tuple[str, str]] = []
-    while len(tweets) < n_tweets:
-        if rng.random() < p_episode:
-            for topic in (BULLISH, NEWS):
-                tweets += [("a", rng.choice(topic)) for _ in range(rng.choice((2, 2, 3)))]
-        else:
-            ticker = "a" if rng.random() < p_apple else "o"
-            tweets.append((ticker, rng.choice(BULLISH + NEWS + NEUTRAL * 4)))
-    events: list[tuple[str, int]] = []
-    tag = 0
-    for ticker, word in tweets[:n_tweets]:
-        tag += rng.choice((1, 1, 2, 3))
-        for letter in ("S", ticker, word, "E"):
-            if rng.random() >= p_drop:
-                events.append((letter, tag))
-            if rng.random() < p_noise:
-                events.append((NEUTRAL, tag))
-    return events
+DOMAIN = ("Hallway", "Door", "Room")
+ENTRY = parse_entry("k1", {"pattern": "Door Room+ Door", "max_errors": 1, "window": 60,
+                           "budget": 2.0}, DOMAIN)
+HISTORIES = {"k1": pickle.dumps(History(60))}
+COLUMNS = [c.split()[0] for c in approx_day._OUT.split(", ")]
 
 
-def sensor_stream(n_steps: int, seed: int, *, p_misread: float = 0.1) -> list[tuple[str, int]]:
-    """Most likely location per timestep; visits are Hallway, Door, Room..., Door."""
-    rng = random.Random(seed)
-    truth: list[str] = []
-    while len(truth) < n_steps:
-        truth += ["Hallway"] * rng.randint(2, 12)
-        if rng.random() < 0.5:  # walks past without entering
-            continue
-        truth += ["Door"] * rng.randint(1, 2) + ["Room"] * rng.randint(2, 6)
-        truth += ["Door"] * rng.randint(1, 2)
-    symbols = [s if rng.random() >= p_misread else rng.choice(SENSOR_SYMBOLS)
-               for s in truth[:n_steps]]
-    return [(s, t) for t, s in enumerate(symbols)]
+def per_stream(events: pd.DataFrame) -> pd.DataFrame:
+    """The executor function before: the automaton built for every stream."""
+    events = events.sort_values("t")
+    sid = str(events["stream_id"].iloc[0])
+    ea = ErrorAutomaton.build(ENTRY.pattern, ENTRY.max_errors, DOMAIN)
+    policy = make_policy("history", history=pickle.loads(HISTORIES["k1"]))
+    found = run_stream(ea, ENTRY.window, list(events["symbol"]), list(events["t"]),
+                       budget=Budget(ENTRY.budget), policy=policy, stream_id=sid)
+    rows = [("match", ENTRY.name, ENTRY.version, sid, m.start_tag, m.match_point, m.errors,
+             m.count, None) for m in found.matches]
+    rows += [("bundle", ENTRY.name, ENTRY.version, sid, b.bundle_id, b.first_point,
+              b.last_point, b.n_matches, b.min_errors) for b in found.bundles]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=20_000)
+    parser.add_argument("--events", type=int, default=5, help="events per stream")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)")
+    rng = np.random.default_rng(0)
+    n, k = args.streams, args.events
+    frame = pd.DataFrame({"stream_id": np.repeat([f"s{i}" for i in range(n)], k),
+                          "t": np.tile(np.arange(k) * 40, n),
+                          "symbol": rng.choice(DOMAIN, n * k)})
+    events = spark_session().createDataFrame(frame).cache()
+    events.count()
+    sides = {
+        "per stream": lambda: events.groupBy("stream_id").applyInPandas(
+            per_stream, approx_day._OUT).toArrow(),
+        "per partition": lambda: events.repartition("stream_id")
+        .sortWithinPartitions("stream_id", "t")
+        .mapInPandas(functools.partial(approx_day._match_partition, entries=[ENTRY],
+                                       domain=DOMAIN, histories=HISTORIES), approx_day._OUT)
+        .toArrow()}
+
+    def rows(table):
+        return sorted(map(tuple, table.to_pandas().astype(str).to_numpy().tolist()))
+
+    assert rows(sides["per stream"]()) == rows(sides["per partition"]())
+    times = {name: [] for name in sides}
+    for _ in range(3):
+        for name, run in sides.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    old, new = (float(np.median(times[name])) for name in sides)
+    print(f"{n:,} streams x {k} events: per stream {old:.2f} s, per partition {new:.2f} s, "
+          f"{old / new:.2f}x; load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

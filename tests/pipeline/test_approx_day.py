@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probcep.config.registry import RegisteredApprox, RegistryError, parse_entry
-from probcep.engine.approx import ErrorAutomaton, run_stream
+from probcep.engine.approx import ErrorAutomaton, History, run_stream
 from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
 from probcep.pipeline import approx_day as approx
 from tests.pipeline.nights import FrameSilver, context
@@ -70,3 +73,29 @@ def test_approx_day_writes_matches_bundles_and_history(spark, tmp_path, budget):
     assert after_one.n_bundles < after_two.n_bundles
     bundles = APPROX_BUNDLES.read(tmp_path)
     assert bundles.num_rows > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=6),
+       st.lists(st.integers(1, 400), max_size=8), st.sampled_from([None, 1.0]))
+def test_a_partition_cut_into_any_batches_gives_each_streams_rows(lengths, cuts, budget):
+    """`_match_partition` gets a partition's rows sorted by stream and t in Arrow batches
+    that may cut a stream anywhere: its rows are those of each stream matched whole."""
+    entry = parse_entry("k1", {"pattern": "Door Room Door", "max_errors": 1, "window": 6,
+                               "budget": budget}, DOMAIN)
+    rng = np.random.default_rng(len(lengths) * 1000 + sum(cuts))
+    frame = pd.DataFrame({
+        "stream_id": np.repeat([f"s{k}" for k in range(len(lengths))], lengths),
+        "t": np.concatenate([np.arange(n) for n in lengths]),
+        "symbol": rng.choice(DOMAIN, sum(lengths))})
+    histories = {"k1": pickle.dumps(History(6))}
+    each = [approx._match_stream(g, [entry], DOMAIN, histories)
+            for _, g in frame.groupby("stream_id")]
+    whole = pd.concat([f for f in each if len(f)] or each[:1], ignore_index=True)
+    bounds = sorted({c for c in cuts if c < len(frame)} | {0, len(frame)})
+    batches = [frame.iloc[lo:hi] for lo, hi in zip(bounds, bounds[1:])] + [frame.iloc[:0]]
+    parts = list(approx._match_partition(iter(batches), [entry], DOMAIN, histories))
+    got = pd.concat(parts[:1] + [p for p in parts[1:] if len(p)], ignore_index=True) \
+        if parts else whole.iloc[:0]
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), whole.reset_index(drop=True),
+                                  check_dtype=False)
