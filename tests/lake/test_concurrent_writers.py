@@ -569,3 +569,32 @@ def test_several_days_are_replaced_in_one_commit_and_only_their_slices(tmp_path)
         assert same_rows(of_pattern(mine, "door_loop"), on(day, group_rows("door_loop", 0)),
                          ignore=())
     assert not GROUPS.replace_days(tmp_path, days[::2], new, {}, pattern=["room_visit"])
+
+
+@pytest.mark.parametrize("where", ["writing its record", "just after taking it"])
+def test_a_lock_interrupted_while_taken_is_not_left(tmp_path, monkeypatch, where):
+    """A SIGTERM (here an exception) at any point of taking a lock leaves no lock and no
+    draft (QA, 2026-11-27: the lock file was made, then written, and one interrupted in
+    between stayed: a retry on another worker waited 600 s for it)."""
+    real_link, real_fsync = os.link, os.fsync
+
+    def link(src, dst):
+        real_link(src, dst)
+        raise KeyboardInterrupt(where)
+
+    def fsync(fd):
+        real_fsync(fd)
+        raise KeyboardInterrupt(where)
+
+    if where == "writing its record":
+        monkeypatch.setattr(os, "fsync", fsync)
+    else:
+        monkeypatch.setattr(os, "link", link)
+    with pytest.raises(KeyboardInterrupt):
+        with GROUPS.lock(tmp_path, DAY, pattern=["room_visit"]):
+            pass
+    monkeypatch.undo()
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    with GROUPS.lock(tmp_path, DAY, pattern=["room_visit"]):  # free: taken at once
+        assert len(list(tmp_path.rglob("*.lock"))) == 1
+    assert list(tmp_path.rglob("*.lock")) == []

@@ -187,57 +187,74 @@ def _lock(path: Path, what: str, deadline: float, wait: float):
     if again:  # this thread holds it already: the outer block releases it
         yield
         return
-    token = _acquire(path, what, deadline, wait)
-    with _held_guard:
-        _held[key] = me
-    try:
+    token = uuid.uuid4().hex
+    try:  # from before the lock exists: a SIGTERM while it is taken still releases it
+        _acquire(path, what, deadline, wait, token)
+        with _held_guard:
+            _held[key] = me
         yield
     finally:
         with _held_guard:
-            _held.pop(key, None)
+            if _held.get(key) == me:
+                _held.pop(key)
         _release(path, token)
 
 
-def _acquire(path: Path, what: str, deadline: float, wait: float) -> str:
+def _acquire(path: Path, what: str, deadline: float, wait: float, token: str) -> None:
+    """Take the lock at `path` with a record naming this process and `token`. The record
+    is written whole to a file of its own first and linked to `path` (which fails if a
+    lock is there): a lock file never exists without its owner's record, so whatever
+    interrupts this leaves either no lock or one that its `token` releases."""
     owner = Owner.me()
-    token = uuid.uuid4().hex
     record = json.dumps({
         "owner": owner.tag(), "host": socket.gethostname(), "pid": owner.pid,
         "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "slice": what,
         "token": token})
+    draft = path.with_name(f".{path.stem}.{token}.draft")
     delay, announced = 0.05, False
-    while True:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            pass
-        except FileNotFoundError:  # its day folder was removed by a releasing run
-            continue
-        else:
-            with os.fdopen(fd, "w") as f:
-                f.write(record)
-                f.flush()
-                os.fsync(f.fileno())
-            return token
-        held = _read(str(path))
-        if not held and not path.exists():
-            continue  # released meanwhile
-        if _stale(path, held):
-            _take_over(path, held)
-            continue
-        holder = _describe(held)
-        if time.monotonic() >= deadline:
-            raise ConcurrentWriteError(
-                f"another run is writing {what}: {holder} holds {path}; gave up after "
-                f"waiting {wait:g} s (remove the file if that run is gone)")
-        if not announced:
-            log.warning("another run is writing %s: %s holds %s; waiting up to %g s",
-                        what, holder, path, wait)
-            announced = True
-        time.sleep(min(max(deadline - time.monotonic(), 0.0),
-                       delay * random.uniform(0.5, 1.0)))
-        delay = min(delay * 2, 1.0)
+    try:
+        while True:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                if not draft.exists():
+                    with open(draft, "w") as f:
+                        f.write(record)
+                        f.flush()
+                        os.fsync(f.fileno())
+                os.link(draft, path)
+            except FileExistsError:
+                pass
+            except FileNotFoundError:  # its day folder was removed by a releasing run
+                continue
+            else:
+                return
+            if _wait_for(path, what, deadline, wait, delay, announced):
+                delay, announced = min(delay * 2, 1.0), True
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def _wait_for(path: Path, what: str, deadline: float, wait: float, delay: float,
+              announced: bool) -> bool:
+    """One wait for the lock another run holds (taken over at once if that run is dead:
+    False, no wait); ConcurrentWriteError past the deadline."""
+    held = _read(str(path))
+    if not held and not path.exists():
+        return False  # released meanwhile
+    if _stale(path, held):
+        _take_over(path, held)
+        return False
+    holder = _describe(held)
+    if time.monotonic() >= deadline:
+        raise ConcurrentWriteError(
+            f"another run is writing {what}: {holder} holds {path}; gave up after "
+            f"waiting {wait:g} s (remove the file if that run is gone)")
+    if not announced:
+        log.warning("another run is writing %s: %s holds %s; waiting up to %g s",
+                    what, holder, path, wait)
+    time.sleep(min(max(deadline - time.monotonic(), 0.0),
+                   delay * random.uniform(0.5, 1.0)))
+    return True
 
 
 def _stale(path: Path, held: str) -> bool:
