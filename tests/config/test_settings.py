@@ -206,3 +206,25 @@ def test_a_relative_path_from_the_environment_is_from_the_working_directory(tmp_
     assert loaded.landing_dir == tmp_path / "out" / "landing"
     assert loaded.lake_root == tmp_path / "lk"
     assert load_settings(path, env={}).landing_dir == folder / "y"  # the file's: beside it
+
+
+def test_a_lake_root_is_checked_where_its_links_lead_and_as_given(tmp_path, monkeypatch):
+    """A link to a folder under `#` reaches delta-rs as that folder (QA, 2026-11-27: the
+    clock check was skipped through a link); `--lake` is the root checked, not the
+    default it replaces (a working directory under `#` refused every `--lake`)."""
+    (tmp_path / "a#b" / "lake").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "a#b" / "lake")
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + "epoch: '2026-01-01T00:00:00'\n")
+    with pytest.raises(SettingsError, match=r"lake root .*/link \(resolved: .*/a#b/lake\): "
+                                            r".* with '#'"):
+        load_settings(path, env={}, lake=tmp_path / "link")
+    inside = tmp_path / "a#b" / "s.yaml"  # its default lake lies under `#`
+    inside.write_text(BASE.replace("lake_root: x", "lake_root: lake")
+                      + "epoch: '2026-01-01T00:00:00'\n")
+    with pytest.raises(SettingsError, match="with '#'"):
+        load_settings(inside, env={})
+    assert load_settings(inside, env={}, lake=tmp_path / "clean").lake_root == \
+        tmp_path / "clean"
+    monkeypatch.chdir(tmp_path)
+    assert load_settings(inside, env={}, lake="rel").lake_root == tmp_path / "rel"

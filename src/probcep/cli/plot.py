@@ -71,7 +71,6 @@ def run(args: argparse.Namespace) -> int:
 def from_lake(args: argparse.Namespace) -> int:
     """Silver (silent timesteps filled by the gap policy), the stored groups of one
     stream and pattern, its alerts, and, if given, its true episodes."""
-    import dataclasses
 
     from probcep.cli.figure import plot_stream
     from probcep.config.registry import load_registry
@@ -80,7 +79,7 @@ def from_lake(args: argparse.Namespace) -> int:
     from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS, refuse_other_clock
     from probcep.pipeline.evaluate import read_episodes
 
-    settings = dataclasses.replace(load_settings(args.settings), lake_root=args.lake)
+    settings = load_settings(args.settings, lake=args.lake)
     clock = settings.clock
     registered = load_registry(settings.registry, settings.domain)
     if args.pattern not in registered:  # a misspelt name would draw no groups, unsaid

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import sys
 from pathlib import Path
@@ -44,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from probcep.config.settings import load_settings
     from probcep.lake.slices import silver_slice
 
-    settings = load_settings(args.settings)
-    if args.lake:
-        settings = dataclasses.replace(settings, lake_root=args.lake)
+    settings = load_settings(args.settings, lake=args.lake)
     part = silver_slice(settings, args.stream, args.start, args.end)
     rows = part.read()
     print(part.line() + f", {rows.num_rows} rows", file=sys.stderr)

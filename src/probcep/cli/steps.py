@@ -6,7 +6,6 @@ task: `ingest`, `normalize`, `group-day`, `validate-gold`, `publish-alerts`,
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 from contextlib import contextmanager
 from pathlib import Path
@@ -236,10 +235,7 @@ def vacuum(args: argparse.Namespace) -> int:
     from probcep.lake.vacuum import VacuumError, report, vacuum_lake
     from probcep.pipeline.context import new_run_id
 
-    settings = load_settings(args.settings)  # checked with --lake too, as every command's
-    if args.lake:
-        settings = dataclasses.replace(settings, lake_root=Path(args.lake))
-    lake = settings.lake_root
+    lake = load_settings(args.settings, lake=args.lake).lake_root  # checked, as everywhere
     if not Path(lake).is_dir():
         raise ProbcepError(f"{lake}: no lake here (not a folder): nothing to vacuum")
     meta = {"run_id": new_run_id("vacuum")}

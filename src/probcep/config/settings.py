@@ -87,14 +87,17 @@ class Settings:
 
     def __post_init__(self):  # here, so that `--lake` and dataclasses.replace check it too
         path = str(self.lake_root)
-        odd = sorted(set(path) & set(LAKE_PATH_REFUSED)) + sorted(
-            {c for c in path if ord(c) < 32 or ord(c) == 127}) + sorted(
-            set(LAKE_PATH_ESCAPE.findall(path)))
-        if odd:  # a path holding a line break is shown on one line
-            shown = path if path.isprintable() else repr(path)
-            raise SettingsError(f"lake root {shown}: delta-rs cannot open a table or list "
-                                f"its commits under a path with "
-                                f"{' or '.join(map(repr, odd))}")
+        for where in (path, os.path.realpath(path)):  # where its links lead too: a
+            odd = sorted(set(where) & set(LAKE_PATH_REFUSED)) + sorted(  # resolved path
+                {c for c in where if ord(c) < 32 or ord(c) == 127}) + sorted(  # reaches
+                set(LAKE_PATH_ESCAPE.findall(where)))  # delta-rs as well
+            if odd:  # a path holding a line break is shown on one line
+                shown = path if path.isprintable() else repr(path)
+                if where != path:  # through a link, or a relative root's folder
+                    shown += f" (resolved: {where if where.isprintable() else repr(where)})"
+                raise SettingsError(f"lake root {shown}: delta-rs cannot open a table or "
+                                    f"list its commits under a path with "
+                                    f"{' or '.join(map(repr, odd))}")
 
     @property
     def checkpoint(self) -> Path:
@@ -140,8 +143,11 @@ def settings_file(path: str | Path | None = None, env=None) -> Path:
     return LOCAL if LOCAL.is_file() else PACKAGED
 
 
-def load_settings(path: str | Path | None = None, env=None) -> Settings:
-    """Read the settings file (see `settings_file`), then the environment's overrides."""
+def load_settings(path: str | Path | None = None, env=None,
+                  lake: str | Path | None = None) -> Settings:
+    """Read the settings file (see `settings_file`), then the environment's overrides,
+    then `lake` (a command's `--lake`) for the lake root: the root checked is the one
+    used, not a default that `--lake` replaces."""
     env = os.environ if env is None else env
     path = settings_file(path, env)
     try:
@@ -168,6 +174,8 @@ def load_settings(path: str | Path | None = None, env=None) -> Settings:
                                     f"YAML value: {' '.join(str(exc).split())}") from exc
             origin[name] = f"environment {key}"
     _warn_stray(env, [f"PROBCEP_{name.upper()}" for name in sorted(known)])
+    if lake is not None:
+        values["lake_root"], origin["lake_root"] = str(Path(lake).absolute()), "--lake"
     packaged = path.resolve() == PACKAGED.resolve()
     return _checked(values, origin, base=path.parent,
                     lake_base=Path.cwd() if packaged else path.parent)

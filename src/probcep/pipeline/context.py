@@ -161,9 +161,7 @@ class RunContext:
         """Settings (see `load_settings`) with the given overrides, the registry checked
         against the domain (its correlations too, so a night never stops halfway at a bad
         one), and the chosen patterns (default: all; a name given twice counts once)."""
-        loaded = load_settings(settings)
-        if lake is not None:
-            loaded = dataclasses.replace(loaded, lake_root=Path(lake))
+        loaded = load_settings(settings, lake=lake)
         if registry is not None:
             loaded = dataclasses.replace(loaded, registry=Path(registry))
         silver = DistributionFiles(Path(source)) if source else LakeSilver(loaded)
