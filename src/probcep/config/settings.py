@@ -51,6 +51,18 @@ OTHER_VARIABLES = ("PROBCEP_SETTINGS", "PROBCEP_HOME", "PROBCEP_SPHERE_DIR",
                    "PROBCEP_SPHERE_RELEASE_DIR")
 
 
+def _refused_in(path: str) -> list[str]:
+    """What in a lake path delta-rs cannot take (`LAKE_PATH_REFUSED`, control characters,
+    URL escapes)."""
+    return (sorted(set(path) & set(LAKE_PATH_REFUSED))
+            + sorted({c for c in path if ord(c) < 32 or ord(c) == 127})
+            + sorted(set(LAKE_PATH_ESCAPE.findall(path))))
+
+
+def _shown(path: str) -> str:
+    return path if path.isprintable() else repr(path)  # a line break stays on one line
+
+
 class SettingsError(ProbcepError, ValueError):
     """A setting that cannot be used."""
 
@@ -87,14 +99,13 @@ class Settings:
 
     def __post_init__(self):  # here, so that `--lake` and dataclasses.replace check it too
         path = str(self.lake_root)
-        for where in (path, os.path.realpath(path)):  # where its links lead too: a
-            odd = sorted(set(where) & set(LAKE_PATH_REFUSED)) + sorted(  # resolved path
-                {c for c in where if ord(c) < 32 or ord(c) == 127}) + sorted(  # reaches
-                set(LAKE_PATH_ESCAPE.findall(where)))  # delta-rs as well
-            if odd:  # a path holding a line break is shown on one line
-                shown = path if path.isprintable() else repr(path)
+        # as given, and where its links lead (a resolved path reaches delta-rs as well)
+        for where in (path, os.path.realpath(path)):
+            odd = _refused_in(where)
+            if odd:
+                shown = _shown(path)
                 if where != path:  # through a link, or a relative root's folder
-                    shown += f" (resolved: {where if where.isprintable() else repr(where)})"
+                    shown += f" (resolved: {_shown(where)})"
                 raise SettingsError(f"lake root {shown}: delta-rs cannot open a table or "
                                     f"list its commits under a path with "
                                     f"{' or '.join(map(repr, odd))}")
