@@ -813,6 +813,19 @@ def test_a_day_that_has_not_begun_is_refused_before_any_work(tmp_path, capsys, a
     assert not (tmp_path / "lake").exists()
 
 
+@pytest.mark.parametrize("written", ["20260101", "2026-W01-4", "2026-001", "2026-1-01"])
+def test_a_day_not_written_yyyy_mm_dd_is_refused(tmp_path, capsys, written):
+    """Landing folders are named YYYY-MM-DD; `date.fromisoformat` also takes the basic
+    and week forms (QA, 2026-11-27: `run --date 20260101` ran the night of 2026-01-01)."""
+    for step in ("ingest", "run"):
+        with pytest.raises(SystemExit) as exit_:
+            main([step, "--date", written, "--lake", str(tmp_path / "lake")])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].endswith(
+            f"argument --date: {written!r} is not a date (YYYY-MM-DD)")
+    assert not (tmp_path / "lake").exists()
+
+
 def test_ingest_of_a_day_that_has_not_begun_names_its_folder(tmp_path, capsys, monkeypatch):
     """Issue 13: `probcep ingest --date 2030-01-01` exits 2 with one line naming the
     missing folder (argparse's usage lines came first, and no folder was named)."""

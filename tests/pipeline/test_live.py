@@ -403,6 +403,9 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     shutil.copy(files[1], land / "stray.csv")
     (land / "not-a-day").mkdir()
     shutil.copy(files[1], land / "not-a-day" / "x.csv")
+    week_form = land / DAYS[0].strftime("%G-W%V-%u")  # the day, but no night reads it
+    week_form.mkdir()
+    shutil.copy(files[1], week_form / "y.csv")
     said: list[str] = []
     lake = tmp_path / "lake"
     ctx = context(spark, settings_file(tmp_path, land, lake, 100), "live")
@@ -416,11 +419,11 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     assert "not a regular file" in reasons.pop("sub")
     for name in ("pipe.csv", "dangling.csv", "hollow"):
         assert "not a regular file" in reasons.pop(name)
-    assert not any(f in reasons for f in ("inner.csv", "stray.csv", "x.csv"))
+    assert not any(f in reasons for f in ("inner.csv", "stray.csv", "x.csv", "y.csv"))
     assert not (bronze["source_file"].map(lambda f: Path(f).name)
-                .isin(["inner.csv", "stray.csv", "x.csv"]).any())
+                .isin(["inner.csv", "stray.csv", "x.csv", "y.csv"]).any())
     outside = [line for line in said if "not in a day's landing folder" in line]
-    assert len(outside) == 1 and "2 file(s)" in outside[0] and "stray.csv" in outside[0]
+    assert len(outside) == 1 and "3 file(s)" in outside[0] and "stray.csv" in outside[0]
     shutil.copy(files[1], day / "sub" / "inner2.csv")  # lists the sub-folder again
     LiveQuery(ctx, echo=said.append).run(once=True)
     quarantined = QUARANTINE.read(lake).to_pandas()

@@ -10,6 +10,7 @@ import datetime as dt
 from contextlib import contextmanager
 from pathlib import Path
 
+from probcep.config.clock import iso_day
 from probcep.errors import ProbcepError, writing
 
 
@@ -28,9 +29,9 @@ def _options(p, patterns: bool = True) -> None:
                             "skipping ingest and normalize")
 
 
-def iso_day(text: str) -> dt.date:
+def written_day(text: str) -> dt.date:
     try:
-        return dt.date.fromisoformat(text)
+        return iso_day(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
 
@@ -39,7 +40,7 @@ def begun_day(text: str) -> dt.date:
     """A day argument: an ISO date no later than today (UTC). A later day has not begun:
     a step that recorded it as done would put every real night after it out of order,
     and a year's typo (2062 for 2026) would have a lookback reach across decades."""
-    day = iso_day(text)
+    day = written_day(text)
     today = dt.datetime.now(dt.UTC).date()
     if day > today:
         raise argparse.ArgumentTypeError(f"{day} has not begun (today is {today}, UTC)")
@@ -49,7 +50,7 @@ def begun_day(text: str) -> dt.date:
 def _day(sub, name: str, text: str, handler, patterns: bool = True):
     p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
     # ingest names the landing folder a later day cannot have yet (`ingest`)
-    p.add_argument("--date", type=iso_day if name == "ingest" else begun_day, required=True)
+    p.add_argument("--date", type=written_day if name == "ingest" else begun_day, required=True)
     _options(p, patterns)
     p.set_defaults(handler=handler)
     return p

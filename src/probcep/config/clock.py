@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
+
+def iso_day(text: str) -> dt.date:
+    """A day written YYYY-MM-DD, as landing folders and `--date` write it; ValueError
+    otherwise (`date.fromisoformat` alone also takes 20260101 and 2026-W01-4, which would
+    make a folder so named a day's live input that the night never reads)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text, re.ASCII):
+        raise ValueError(f"{text!r} is not a date (YYYY-MM-DD)")
+    return dt.date.fromisoformat(text)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.config.clock import iso_day
 from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
 from probcep.lake.spark import literal
@@ -572,16 +573,13 @@ def odd_entries(entries: list[Path]) -> list[Path]:
 
 def _day(name: str) -> dt.date | None:
     try:
-        return dt.date.fromisoformat(name) if len(name) == 10 else None
+        return iso_day(name)
     except ValueError:
         return None
 
 
 def _folder_day(path: Path) -> dt.date | None:
-    try:
-        return dt.date.fromisoformat(path.parent.name)
-    except ValueError:
-        return None
+    return _day(path.parent.name)
 
 
 def last_processed(lake, patterns) -> dt.date | None:
