@@ -813,6 +813,20 @@ def test_a_day_that_has_not_begun_is_refused_before_any_work(tmp_path, capsys, a
     assert not (tmp_path / "lake").exists()
 
 
+@pytest.mark.parametrize("first,last", [(0, 0), (0, -2)])
+def test_a_rerun_refused_before_its_walk_leaves_no_mark(tmp_path, capsys, monkeypatch,
+                                                      first, last):
+    """A rerun of today (refused until the day ends) or of --to before --from wrote its
+    mark of a rerun in progress first: every later rerun then warned of it and walked
+    every processed day, and today's could not be cleared (QA, 2026-11-27)."""
+    today = dt.datetime.now(dt.UTC).date()
+    monkeypatch.setenv("PROBCEP_LANDING_DIR", str(tmp_path / "landing"))
+    assert main(["rerun", "--from", str(today + dt.timedelta(first)), "--to",
+                 str(today + dt.timedelta(last)), "--lake", str(tmp_path / "lake")]) == 2
+    assert one_line(capsys.readouterr().err).startswith("probcep rerun: error: ")
+    assert not (tmp_path / "lake" / "_reruns").exists()
+
+
 @pytest.mark.parametrize("written", ["20260101", "2026-W01-4", "2026-001", "2026-1-01"])
 def test_a_day_not_written_yyyy_mm_dd_is_refused(tmp_path, capsys, written):
     """Landing folders are named YYYY-MM-DD; `date.fromisoformat` also takes the basic

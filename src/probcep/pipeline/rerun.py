@@ -72,6 +72,10 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     for mark in earlier:
         ctx.echo(f"an earlier rerun ({mark['run_id']}, {mark['first']}..{mark['last']}) did "
                  "not finish: every later processed day is recomputed")
+    fixed = days_between(first, last)
+    _prepare(ctx, fixed)
+    # marked only now: a rerun refused by its checks or its landing files changed no
+    # state, and a mark of a day that cannot be rerun yet (today) would stay for good
     folder = Path(ctx.lake) / RERUN_MARKS
     folder.mkdir(parents=True, exist_ok=True)
     mine = folder / f"{ctx.run_id}.json"
@@ -79,7 +83,7 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     mine.write_text(json.dumps({"run_id": ctx.run_id, "first": first.isoformat(),
                                 "last": last.isoformat(), "reason": reason,
                                 "patterns": names}))
-    done = _rerun(ctx, first, last, stop_early=not earlier)
+    done = _rerun(ctx, fixed, last, stop_early=not earlier)
     mine.unlink()
     for mark in earlier:  # repaired when this rerun fixed at least its days and patterns
         if (first.isoformat() <= mark["first"] and mark["last"] <= last.isoformat()
@@ -92,9 +96,8 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     return done
 
 
-def _rerun(ctx: RunContext, first: dt.date, last: dt.date,
-           stop_early: bool) -> list[RerunDay]:
-    fixed = days_between(first, last)
+def _prepare(ctx: RunContext, fixed: list[dt.date]) -> None:
+    """Silver of the fixed days, again from their landing files."""
     ctx.source.prepare(ctx, fixed)
     if isinstance(ctx.source, LakeSilver):  # silver of the fixed days is new for every
         # pattern, but only the chosen ones are regrouped
@@ -102,8 +105,13 @@ def _rerun(ctx: RunContext, first: dt.date, last: dt.date,
                       - {p.name for p in ctx.patterns})
         if left:
             ctx.echo(f"warning: {', '.join(left)} not regrouped: their groups and alerts "
-                     f"of {first} and later stay as made from the silver this rerun "
+                     f"of {fixed[0]} and later stay as made from the silver this rerun "
                      "replaced (rerun without --pattern to include them)")
+
+
+def _rerun(ctx: RunContext, fixed: list[dt.date], last: dt.date,
+           stop_early: bool) -> list[RerunDay]:
+    first = fixed[0]
     done = []
     if ctx.exact:
         days = sorted(set(processed_days(ctx, first)) | set(fixed))
