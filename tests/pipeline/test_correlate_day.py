@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 import pytest
+from deltalake import DeltaTable
 
 from probcep.config.correlations import parse_correlation
 from probcep.engine.grouping import Group
@@ -27,6 +28,7 @@ from probcep.lake.tables import (
     CORRELATION_ALERTS,
     CORRELATIONS,
     GROUPS,
+    STATES,
     same_rows,
 )
 from probcep.pipeline.correlate_day import check_correlations, correlate_day
@@ -122,6 +124,18 @@ def test_nights_equal_one_pass_and_strategies_agree(spark, tmp_path):
     ctx = dataclasses.replace(context(tmp_path / "lake", source, "rerun"))
     ctx.__dict__["correlations"] = correlations
     assert correlation_days(ctx, [DAY0], DAY0) == [DAY0, DAY0 + dt.timedelta(1)]
+    # day 1 as live mode leaves it before its night: groups, but no "day processed" row;
+    # correlate-day refuses such a day, and the rerun stopped there (QA, 2026-11-27)
+    DeltaTable(str(STATES.path(tmp_path / "lake"))).delete(
+        f"batch_date = '{DAY0 + dt.timedelta(1)}' AND stream_id = ''")
+    said: list[str] = []
+    ctx = dataclasses.replace(ctx, echo=said.append)
+    ctx.__dict__["correlations"] = correlations
+    assert correlation_days(ctx, [DAY0], DAY0) == [DAY0]
+    lines = {f"{DAY0 + dt.timedelta(1)}: correlation {c.name} not recomputed: visit not "
+             "grouped by a night yet (live mode's day); its night computes it"
+             for c in correlations}
+    assert said and set(said) <= lines
 
 
 def test_a_lookback_of_ages_reads_back_to_the_first_day_of_silver_only(spark, tmp_path):

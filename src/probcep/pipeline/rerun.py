@@ -142,15 +142,30 @@ def correlation_days(ctx: RunContext, regrouped: list[dt.date], last: dt.date) -
     [t_start - lookback, t_start - gap], can reach into the fixed days. Found from the
     groups, not from the correlation rows: a day whose groups all fell below
     `min_probability` has none, and a group of a pattern without a window may start
-    days before its night."""
+    days before its night. A day that no night (nor live mode's day end) has grouped yet
+    is left out, with a line: live mode's groups of the day in progress are there, and
+    its night computes their correlations from the fixed archive."""
     if not ctx.correlations:
         return []
     end = ctx.clock.day_range(last)[1]  # the first timestep after the fixed days
     days = set(regrouped)
     for c in ctx.correlations:
-        reaching = GROUPS.read(ctx.lake, [
+        reaching = set(GROUPS.read(ctx.lake, [
             ("batch_date", ">", last), ("pattern", "=", c.live.name),
             ("pattern_version", "=", c.live.version),
-            ("t_start", "<", end + c.correlation.lookback)], columns=["batch_date"])
-        days.update(reaching["batch_date"].to_pylist())
+            ("t_start", "<", end + c.correlation.lookback)], columns=["batch_date"]
+        )["batch_date"].to_pylist())
+        grouped = set(grouped_days(ctx, c.live, last)) if reaching else set()
+        days.update(reaching & grouped)
+        for day in sorted(reaching - grouped - days):
+            ctx.echo(f"{day}: correlation {c.name} not recomputed: {c.live.name} not grouped "
+                     "by a night yet (live mode's day); its night computes it")
     return sorted(days)
+
+
+def grouped_days(ctx: RunContext, pattern, after: dt.date) -> list[dt.date]:
+    """The days after `after` with a "day processed" row of this pattern version."""
+    rows = STATES.read(ctx.lake, [("batch_date", ">", after), ("pattern", "=", pattern.name),
+                                  ("pattern_version", "=", pattern.version),
+                                  ("stream_id", "=", PROCESSED)], columns=["batch_date"])
+    return rows["batch_date"].to_pylist()
