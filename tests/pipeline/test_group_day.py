@@ -320,3 +320,18 @@ def test_two_publishes_of_a_day_at_once_take_turns(spark, tmp_path, monkeypatch)
     changes = ALERT_CHANGES.read(tmp_path).to_pandas()
     assert len(changes) == added[1]
     assert set(changes.changed_by_run) == {k for k, v in said.items() if v}
+
+
+def test_a_first_night_without_groups_makes_empty_gold_tables(spark, tmp_path):
+    """Readers of gold (alerting, dashboards) find a night that found nothing as an empty
+    table: the tables were made only by a first row, and reading them raised
+    TableNotFoundError after validated nights (QA, 2026-11-27)."""
+    silver = make_silver(days=1, seed=5)
+    silver[list(DOMAIN)] = [1.0, 0.0, 0.0]  # Hallway only: no pattern can match
+    result, alerts = night(tmp_path, silver, 0)
+    assert result.groups_written and (alerts.added, alerts.retracted) == (0, 0)
+    for table in (GROUPS, ALERTS):
+        assert table.exists(tmp_path) and table.read(tmp_path).num_rows == 0
+    versions = [t.version(tmp_path) for t in (GROUPS, ALERTS, STATES)]
+    night(tmp_path, silver, 0, run="again")  # nothing new: no commit
+    assert [t.version(tmp_path) for t in (GROUPS, ALERTS, STATES)] == versions

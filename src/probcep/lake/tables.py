@@ -208,7 +208,7 @@ class Table:
         holding the slice's lock.
 
         Returns False, writing nothing, when the new rows equal the stored ones apart
-        from run columns. A commit that loses the race to another writer's is redone from
+        from run columns (and the table exists). A commit that loses the race to another writer's is redone from
         a fresh read; should the slice's own rows have changed meanwhile (a writer that
         ignored the lock), it stops with ConcurrentWriteError instead."""
         return self.replace_days(lake, [day], rows, metadata, **keys)
@@ -241,9 +241,10 @@ class Table:
                     f"another run is writing {self.name} for {what}: the rows of "
                     f"{predicate} changed while this run committed")
             seen.append(stored)
-            if same_rows(rows, stored):
-                return False
-            if self.exists(lake):
+            exists = self.exists(lake)
+            if same_rows(rows, stored) and exists:  # a first day with no rows still
+                return False  # makes the table: its readers find it empty, not missing
+            if exists:
                 write_deltalake(str(path), rows, mode="overwrite", predicate=predicate,
                                 commit_properties=commit_properties(metadata))
             else:
