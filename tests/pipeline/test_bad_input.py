@@ -134,6 +134,9 @@ KINDS = {
                         '"symbol": "Door", "score": 1}\n', 4, 1, 1,
                         {"malformed JSON line (not one JSON object)": 2,
                          "malformed JSON line (a key given twice)": 1}),
+    # a number is no ISO time, and Spark's text of it is not what was read (QA, 2026-11-27)
+    "number_ts.jsonl": ('{"stream_id": "jn", "ts": 1767225600.5, "symbol": "Door", '
+                        '"score": 0.5}\n', 1, 0, 0, {"unparseable timestamp": 1}),
     "lone_surrogate.jsonl": ('{"stream_id": "u\\ud800", "ts": "2026-01-01T00:00:31", '
                              '"symbol": "Door", "score": 0.5}\n'
                              '{"stream_id": "u\\udc00x", "ts": "2026-01-01T00:00:31", '
@@ -414,6 +417,8 @@ def test_what_the_columns_cannot_show_is_kept_raw(night):
     for reason in ("not a Parquet file, or truncated", "not UTF-8 text",
                    "broken or truncated file"):  # and what failed, in a line
         assert quarantine[quarantine.reason == f"unreadable file: {reason}"].raw.notna().all()
+    assert quarantine[quarantine.file == "number_ts.jsonl"].raw.tolist() == [
+        KINDS["number_ts.jsonl"][0].rstrip("\n")]  # Spark's text of its ts: 1.7672256005E9
     # long rows keep their text columns, so no raw
     assert quarantine[quarantine.reason == "negative score"].raw.isna().all()
     # RFC 4180: a quoted line break stays in its field; doubled quotes are one quote

@@ -452,8 +452,11 @@ def _json(spark, path: Path, domain):
     # Spark's parser stops at the end of the first object, so `{..}{..}` or `{..} ]`
     # gave one record and lost the rest: with its strings emptied, a line must be one
     # object of plain values
-    plain = F.regexp_replace("value", r'"(?:[^"\\]++|\\.)*+"', '""').rlike(
-        r"^\s*\{[^{}\[\]]*\}\s*$")
+    emptied = F.regexp_replace("value", r'"(?:[^"\\]++|\\.)*+"', '""')
+    plain = emptied.rlike(r"^\s*\{[^{}\[\]]*\}\s*$")
+    # a value that is no string comes as Spark's text of it (1767225600.5 as
+    # 1.7672256005E9): a quarantined record keeps its line too, as it was read
+    bare = emptied.rlike(r':\s*[^"\s]')
     # an escaped UTF-16 surrogate without its other half is no character: Spark's parser
     # made it `?`, so two such stream ids became one (escaped backslashes go first)
     lone = F.regexp_replace("value", r"\\\\", "").rlike(LONE_SURROGATE)
@@ -467,7 +470,7 @@ def _json(spark, path: Path, domain):
         frame, F.lit(str(path)), layout, domain, lambda name: m[name],
         lambda name: F.map_contains_key(m, name),
         F.when(F.size(extra) > 0, extra), malformed,
-        F.when(malformed.isNotNull(), F.col("value")),
+        F.when(malformed.isNotNull() | bare, F.col("value")),
         ~F.is_valid_utf8("value") | _any_replacement([F.col("value")]))
 
 
