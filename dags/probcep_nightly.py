@@ -10,9 +10,11 @@ logical date D processes D; one without a logical date, the last day that had en
 1. **wait_for_landing**: wait until `<landing_dir>/D/` is complete: `D/_COMPLETE` exists
    (whoever delivers the day's files writes it last) or the next day's folder `D+1/`
    does. The day is due complete by D+1 06:00 UTC: the sensor fails then (at once, for
-   a late run of a day still incomplete), naming the folder. A complete day without data
-   files goes on to ingest, which takes it as silence or refuses it (`missing_day`).
-2. **ingest**: landing files into `bronze/readings` (bad rows to `bronze/quarantine`).
+   a late run of a day still incomplete, or a day not begun), naming the folder. A
+   complete day without data files goes on to ingest, which takes it as silence or
+   refuses it (`missing_day`).
+2. **ingest**: landing files into `bronze/readings` (bad rows to `bronze/quarantine`),
+   once the registry has been read (a bad one fails the night first).
 3. **normalize**: bronze into `silver/distributions`, validated by the silver
    expectations (the night stops here when they fail).
 4. **list_patterns**: the names registered in `patterns.yaml`.
@@ -97,6 +99,8 @@ def check_landing(landing_dir: Path, day: str, now: dt.datetime) -> list[str] | 
     silence); None while it may still become complete; LandingError when it is still
     incomplete after the deadline."""
     folder = landing_dir / day
+    if dt.date.fromisoformat(day) > now.date():  # a typo's year would hold the DAG's one
+        raise LandingError(f"{day} has not begun (today is {now.date()}, UTC)")  # slot 6 h
     if not landing_dir.is_dir():  # a mistyped root would be waited for until the deadline
         raise LandingError(f"{landing_dir}: no such landing folder (landing_dir of the "
                            "settings, or PROBCEP_LANDING_DIR)")
@@ -104,8 +108,6 @@ def check_landing(landing_dir: Path, day: str, now: dt.datetime) -> list[str] | 
         if now >= landing_deadline(day) and not folder.exists():
             # past its deadline, a day that never got a folder is for ingest to take as
             # silence (or refuse: `missing_day`), as `probcep run` does in a backfill
-            print(f"{folder}: no landing folder, past its deadline "
-                  f"{landing_deadline(day):%Y-%m-%d %H:%M} UTC")
             return []
         if now >= landing_deadline(day):
             raise LandingError(
@@ -168,8 +170,11 @@ def probcep_nightly():
             print(f"{landing_dir / day} not complete yet: waiting for its {COMPLETE_MARKER} "
                   f"or the next day's folder, until {landing_deadline(day):%Y-%m-%d %H:%M} UTC")
         elif not files:
-            print(f"{landing_dir / day} is complete without data files: ingest takes it as a "
-                  f"day of silence, or refuses it (setting missing_day)")
+            found = ("is complete, with no file of a format ingest reads" if
+                     (landing_dir / day).exists() else "has no landing folder, past its "
+                     f"deadline {landing_deadline(day):%Y-%m-%d %H:%M} UTC")
+            print(f"{landing_dir / day} {found}: ingest takes it as a day of silence, or "
+                  "refuses it (setting missing_day; a file it cannot read is quarantined)")
         return PokeReturnValue(is_done=files is not None, xcom_value=files)
 
     @task(retries=0)
@@ -203,21 +208,24 @@ def probcep_nightly():
     def correlate_args(name: str, dag_run=None) -> list[str]:
         return ["--date", run_day(dag_run), "--correlation", name]
 
+    patterns, correlations = list_patterns(), list_correlations()
     ingest = spark_job("ingest")
     normalize = spark_job("normalize")
     group_day = SparkSubmitOperator.partial(
         task_id="group_day", application=job("group_day"), conn_id="spark_default",
         name="probcep-group_day", depends_on_past=True,
-    ).expand(application_args=group_args.expand(name=list_patterns()))
+    ).expand(application_args=group_args.expand(name=patterns))
     validate_gold = spark_job("validate_gold")
     publish_alerts = spark_job("publish_alerts")
 
     correlate_day = SparkSubmitOperator.partial(
         task_id="correlate_day", application=job("correlate_day"), conn_id="spark_default",
         name="probcep-correlate_day",
-    ).expand(application_args=correlate_args.expand(name=list_correlations()))
+    ).expand(application_args=correlate_args.expand(name=correlations))
 
-    wait_for_landing() >> ingest >> normalize >> group_day >> validate_gold >> publish_alerts
+    # a bad registry fails the night before ingest, not after three tries of each step
+    [wait_for_landing(), patterns, correlations] >> ingest
+    ingest >> normalize >> group_day >> validate_gold >> publish_alerts
     validate_gold >> correlate_day
 
 

@@ -69,17 +69,17 @@ def probcep_rerun():
         today = dt.datetime.now(dt.UTC).date()
         if last > today:  # the job would refuse it, after a spark-submit and a retry
             raise ValueError(f"date_to {last} has not begun (today is {today}, UTC)")
-        patterns = list(params.get("patterns") or [])
-        if patterns:
-            from probcep.config.registry import load_registry
-            from probcep.config.settings import load_settings
+        from probcep.config.correlations import load_correlations
+        from probcep.config.registry import load_registry
+        from probcep.config.settings import load_settings
 
-            s = load_settings()
-            known = load_registry(s.registry, s.silver_domain)  # checked as the job will
-            unknown = [p for p in patterns if p not in known]
-            if unknown:
-                raise ValueError(f"{s.registry}: no pattern(s) {unknown}; known: "
-                                 f"{sorted(known)}")
+        s = load_settings()  # the registry checked as the job will, for all patterns too
+        known = load_registry(s.registry, s.silver_domain)
+        load_correlations(s.registry, s.silver_domain, known, s.step)
+        patterns = list(params.get("patterns") or [])
+        unknown = [p for p in patterns if p not in known]
+        if unknown:
+            raise ValueError(f"{s.registry}: no pattern(s) {unknown}; known: {sorted(known)}")
         args = ["--from", first.isoformat(), "--to", last.isoformat(),
                 "--reason", params["reason"]]
         for name in patterns:

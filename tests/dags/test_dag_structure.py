@@ -59,7 +59,7 @@ def test_nightly_runs_the_steps_in_order_with_one_mapped_group_per_pattern(dagba
     upstream = {task_id: t["upstream"] for task_id, t in tasks.items()}
     assert upstream == {
         "wait_for_landing": [],
-        "ingest": ["wait_for_landing"],
+        "ingest": ["list_correlations", "list_patterns", "wait_for_landing"],
         "normalize": ["ingest"],
         "list_patterns": [],
         "group_args": ["list_patterns"],

@@ -147,6 +147,18 @@ def test_past_its_deadline_a_day_without_a_folder_is_left_to_ingest(nightly, tmp
         nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 3, tzinfo=dt.UTC))
 
 
+def test_a_day_that_has_not_begun_fails_the_sensor_at_once(nightly, tmp_path):
+    """A year's typo in a triggered run's logical date (2062) held the DAG's only run slot
+    for the sensor's 6 hours, waiting for a deadline in 2062 (QA, 2026-11-27)."""
+    now = dt.datetime(2026, 1, 2, 0, 5, tzinfo=dt.UTC)
+    with pytest.raises(nightly.LandingError, match="2062-01-02 has not begun \\(today is "
+                                                   "2026-01-02, UTC\\)"):
+        nightly.check_landing(tmp_path, "2062-01-02", now)
+    with pytest.raises(nightly.LandingError, match="2026-01-03 has not begun"):
+        nightly.check_landing(tmp_path, "2026-01-03", now)
+    assert nightly.check_landing(tmp_path, "2026-01-02", now) is None  # today still lands
+
+
 def test_compressed_files_are_data_and_a_missing_root_is_refused_at_once(nightly, tmp_path):
     write_day(tmp_path, DAYS[0], "a.csv.gz", "b.jsonl.bz2", "c.txt.gz", "_COMPLETE", ".x.csv",
               "d.parquet.gz")  # ingest reads no compressed Parquet file
@@ -184,7 +196,11 @@ def test_the_tasks_read_the_registry_as_the_jobs_do(nightly, tmp_path_factory, t
         registry.write_text(text)
         for call in (lambda: dag.get_task("list_patterns").python_callable(),
                      lambda: rerun.get_task("check_params").python_callable(
-                         params={**good, "patterns": ["p"]})):
+                         params={**good, "patterns": ["p"]}),
+                     # all patterns, as the docs advise after a data fix (QA, 2026-11-27:
+                     # the registry was read only for named patterns)
+                     lambda: rerun.get_task("check_params").python_callable(
+                         params={**good, "patterns": []})):
             with pytest.raises(Exception, match=said) as refused:
                 call()
             assert str(registry) in str(refused.value)
