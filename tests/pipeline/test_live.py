@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,7 @@ from probcep.lake.tables import (
     SILVER,
     STATES,
 )
+from probcep.lake.locks import LOCKS_FOLDER, ConcurrentWriteError, exclusive
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.live import LiveQuery
 from probcep.pipeline.run import run_days
@@ -432,3 +434,34 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     (day / os.fsdecode(b"caf\xe9.csv")).write_bytes(files[2].read_bytes())
     with pytest.raises(IngestError, match=r"caf\\xe9.csv' is not UTF-8"):
         LiveQuery(ctx, echo=said.append).run(once=True)
+
+
+def test_a_second_live_mode_on_a_lake_is_refused_at_once(spark, tmp_path):
+    """A second `probcep live` on a lake started, shared the first one's checkpoint, and
+    one of the two (either) died at the next file with a 48-line traceback, exit 1 (QA,
+    2026-11-27). Now it is refused before its query starts; a dead holder's lock is
+    taken over (`tests/lake/test_concurrent_writers.py`)."""
+    land, lake = tmp_path / "landing", tmp_path / "lake"
+    landing(land, seed=3)
+    ctx = context(spark, settings_file(tmp_path, land, lake, 100), "live")
+    lock = lake / LOCKS_FOLDER / "live.lock"
+    held, done = threading.Event(), threading.Event()
+
+    def first():
+        with exclusive(lock, f"{lake} in live mode"):
+            held.set()
+            done.wait(60)
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    try:
+        assert held.wait(60)
+        with pytest.raises(ConcurrentWriteError, match=(
+                f"^another run is writing {lake} in live mode: .* holds {lock} "
+                r"\(remove the file if that run is gone\)$")):
+            LiveQuery(ctx).run(once=True)
+        assert not BRONZE.exists(lake) and not (lake / "_live").exists()
+    finally:
+        done.set()
+        holder.join()
+    assert not lock.exists()

@@ -180,6 +180,16 @@ def slice_lock(lake, tables: Iterable, day: dt.date, keys: Mapping[str, Sequence
 
 
 @contextmanager
+def exclusive(path: Path, what: str):
+    """Hold `path` for the block, refusing at once (ConcurrentWriteError) while a living
+    process holds it: for a process of which one at a time may run at all (live mode:
+    a second one on a lake shared its checkpoint and died minutes later with a
+    traceback). A dead holder's lock is taken over."""
+    with _lock(path, what, time.monotonic(), 0.0):
+        yield
+
+
+@contextmanager
 def _lock(path: Path, what: str, deadline: float, wait: float):
     key, me = os.path.abspath(path), (os.getpid(), threading.get_ident())
     with _held_guard:
@@ -246,9 +256,9 @@ def _wait_for(path: Path, what: str, deadline: float, wait: float, delay: float,
         return False
     holder = _describe(held)
     if time.monotonic() >= deadline:
-        raise ConcurrentWriteError(
-            f"another run is writing {what}: {holder} holds {path}; gave up after "
-            f"waiting {wait:g} s (remove the file if that run is gone)")
+        waited = f"; gave up after waiting {wait:g} s" if wait else ""
+        raise ConcurrentWriteError(f"another run is writing {what}: {holder} holds {path}"
+                                   f"{waited} (remove the file if that run is gone)")
     if not announced:
         log.warning("another run is writing %s: %s holds %s; waiting up to %g s",
                     what, holder, path, wait)

@@ -63,6 +63,7 @@ import pyarrow.compute as pc
 from probcep.config.clock import iso_day
 from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
+from probcep.lake.locks import LOCKS_FOLDER, exclusive
 from probcep.lake.spark import literal
 from probcep.lake.stream_ranges import Streams
 from probcep.lake.tables import (
@@ -197,8 +198,12 @@ class LiveQuery:
         is processed. A stop signal lets the micro-batch in progress end, then stops the
         query (a second one stops at once): interrupted inside Py4J calls, the process
         died with pages of Java and Python traces (its tables were right: each batch
-        commits exactly once)."""
-        query = self.start(once)
+        commits exactly once). One live mode runs on a lake at a time."""
+        lake = Path(self.ctx.lake)
+        with exclusive(lake / LOCKS_FOLDER / "live.lock", f"{lake} in live mode"):
+            self._run(self.start(once))
+
+    def _run(self, query) -> None:
         asked = threading.Event()
 
         def stop_soon(signum, frame):
