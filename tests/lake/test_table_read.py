@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
-import pytest
 from deltalake import write_deltalake
 
 from probcep.lake.tables import Table

@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow.compute as pc
 import pytest
 
+from probcep.lake.locks import LOCKS_FOLDER, ConcurrentWriteError, exclusive
 from probcep.lake.tables import (
     ALERT_CHANGES,
     ALERTS,
@@ -36,7 +37,6 @@ from probcep.lake.tables import (
     SILVER,
     STATES,
 )
-from probcep.lake.locks import LOCKS_FOLDER, ConcurrentWriteError, exclusive
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.live import LiveQuery
 from probcep.pipeline.run import run_days

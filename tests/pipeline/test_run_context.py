@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from probcep.config.registry import RegistryError
-from probcep.pipeline.context import RunContext
+from probcep.errors import ProbcepError
+from probcep.pipeline.context import DistributionFiles, RunContext
 
 REGISTRY = """patterns:
   p1: {pattern: "Door Room+ Door", policy: single}
@@ -31,3 +34,16 @@ def test_a_pattern_named_twice_is_grouped_once(tmp_path):
     ctx = RunContext.open("group-day", lake=tmp_path / "lake",
                           patterns=["room_visit", "hallway_pass", "room_visit"])
     assert [p.name for p in ctx.patterns] == ["room_visit", "hallway_pass"]
+
+
+@pytest.mark.parametrize("name", ["20251231", "junk", "2026-W01-4"])
+def test_source_files_must_be_named_by_a_yyyy_mm_dd_day(tmp_path, name):
+    """`distributions-20251231.parquet` counted as 2025-12-31, whose file was then never
+    found; `distributions-junk.parquet` raised a bare ValueError (QA, 2026-11-27)."""
+    (tmp_path / "distributions-2026-01-02.parquet").touch()
+    source = DistributionFiles(tmp_path)
+    assert source.first_day(None) == dt.date(2026, 1, 2)
+    (tmp_path / f"distributions-{name}.parquet").touch()
+    with pytest.raises(ProbcepError, match=f"distributions-{name}.parquet: not named "
+                                           "distributions-YYYY-MM-DD.parquet"):
+        source.first_day(None)

@@ -208,9 +208,10 @@ class Table:
         holding the slice's lock.
 
         Returns False, writing nothing, when the new rows equal the stored ones apart
-        from run columns (and the table exists). A commit that loses the race to another writer's is redone from
-        a fresh read; should the slice's own rows have changed meanwhile (a writer that
-        ignored the lock), it stops with ConcurrentWriteError instead."""
+        from run columns (and the table exists). A commit that loses the race to another
+        writer's is redone from a fresh read; should the slice's own rows have changed
+        meanwhile (a writer that ignored the lock), it stops with ConcurrentWriteError
+        instead."""
         return self.replace_days(lake, [day], rows, metadata, **keys)
 
     def replace_days(self, lake, days: Sequence[dt.date], rows: pa.Table, metadata: dict,

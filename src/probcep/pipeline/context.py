@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
-from probcep.config.clock import Clock
+from probcep.config.clock import Clock, iso_day
 from probcep.config.registry import RegisteredApprox, RegisteredPattern, load_registry
 from probcep.config.settings import Settings, load_settings
 from probcep.errors import ProbcepError
@@ -75,8 +75,13 @@ class DistributionFiles:
         pass
 
     def first_day(self, version: int | None) -> dt.date | None:
-        days = [dt.date.fromisoformat(p.stem.removeprefix("distributions-"))
-                for p in self.folder.glob("distributions-*.parquet")]
+        days = []
+        for path in self.folder.glob("distributions-*.parquet"):
+            try:
+                days.append(iso_day(path.stem.removeprefix("distributions-")))
+            except ValueError:  # 20251231 would be a day whose file is never found
+                raise ProbcepError(f"{path}: not named distributions-YYYY-MM-DD.parquet"
+                                   ) from None
         return min(days) if days else None
 
     def files(self, day: dt.date) -> list[str]:
