@@ -90,6 +90,26 @@ def test_every_bad_row_is_quarantined_and_nothing_is_lost(spark, settings, fmt):
     assert len(table(settings, BRONZE)) == 4 and len(table(settings, QUARANTINE)) == 4
 
 
+def test_ingest_holds_the_days_bronze_until_its_log_is_written(spark, settings, monkeypatch):
+    """Live mode, holding the same locks, reads a landing file only while the log does
+    not hold it: between ingest's bronze commit and its log, it could take a file just
+    ingested for new and append it again (QA, 2026-11-27)."""
+    from probcep.lake.locks import lock_path, slice_labels
+    from probcep.pipeline import ingest
+
+    held, real = [], ingest._log
+
+    def logged(ctx, report, landing):
+        held.append([lock_path(t.path(settings.lake_root), report.day, label).exists()
+                     for t in (BRONZE, QUARANTINE) for label in slice_labels(None)])
+        return real(ctx, report, landing)
+
+    monkeypatch.setattr(ingest, "_log", logged)
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings, "r"), DAY)
+    assert held == [[True, True]]
+
+
 def test_wide_rows_become_readings(spark, settings):
     wide = pd.DataFrame({"stream_id": ["w", "w"], "ts": ["2026-01-01T00:00:00",
                                                          "2026-01-01T00:01:00"],

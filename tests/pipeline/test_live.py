@@ -21,7 +21,7 @@ import pandas as pd
 import pyarrow.compute as pc
 import pytest
 
-from probcep.lake.locks import LOCKS_FOLDER, ConcurrentWriteError, exclusive
+from probcep.lake.locks import LOCKS_FOLDER, ConcurrentWriteError, exclusive, lock_path
 from probcep.lake.tables import (
     ALERT_CHANGES,
     ALERTS,
@@ -379,7 +379,8 @@ def test_live_after_the_nights_reads_no_file_again_and_starts_after_them(spark, 
         assert rows(table, lake, DAYS[:2]).equals(rows(table, tmp / "night", DAYS[:2]))
 
 
-def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_path):
+def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_path,
+                                                                  monkeypatch):
     """A compressed file is read, a file of no known format and a sub-folder are
     quarantined with ingest's reasons, files outside a day's folder are reported (no
     night reads them), and a file name that is not UTF-8 (which Spark's listing leaves
@@ -411,7 +412,16 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     said: list[str] = []
     lake = tmp_path / "lake"
     ctx = context(spark, settings_file(tmp_path, land, lake, 100), "live")
+    held, real = [], LiveQuery.not_ingested
+
+    def checked(query, entries, listed):  # under the locks ingest holds through its log
+        held.append(all(lock_path(t.path(lake), DAYS[0], "day").exists()
+                        for t in (BRONZE, QUARANTINE)))
+        return real(query, entries, listed)
+
+    monkeypatch.setattr(LiveQuery, "not_ingested", checked)
     LiveQuery(ctx, echo=said.append).run(once=True)
+    assert held and all(held)
     bronze = BRONZE.read(lake).to_pandas()
     assert (bronze["source_file"].str.endswith("chunk-00.csv.gz")).sum() == len(plain) > 0
     quarantined = QUARANTINE.read(lake).to_pandas()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -573,11 +574,18 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
         except IngestError as missing:
             reports[day] = _silence(ctx, day, missing)
     seen = {day: listing(files.get(day, [])) for day in days}  # before reading them
-    if files:
-        reports.update(_ingest_files(ctx, files))
-    INGEST_LOG.add_missing_columns(ctx.lake, {"run_id": ctx.run_id})  # a log before them
-    for day in days:
-        _log(ctx, reports[day], seen[day])
+    with ExitStack() as held:
+        # held until the log says the days are ingested: live mode, holding them too,
+        # reads a landing file only when the log does not hold it yet, and would else
+        # append a file this run ingests as new after its bronze commit
+        for day in sorted(files):
+            held.enter_context(BRONZE.lock(ctx.lake, day))
+            held.enter_context(QUARANTINE.lock(ctx.lake, day))
+        if files:
+            reports.update(_ingest_files(ctx, files))
+        INGEST_LOG.add_missing_columns(ctx.lake, {"run_id": ctx.run_id})  # before them
+        for day in days:
+            _log(ctx, reports[day], seen[day])
     return [reports[day] for day in days]
 
 
@@ -649,8 +657,6 @@ def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestRepor
 
 
 def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
-    from contextlib import ExitStack
-
     from probcep.lake.expectations import BRONZE_SUITE, days_name, validate
 
     settings, lake, days = ctx.settings, ctx.lake, sorted(files)

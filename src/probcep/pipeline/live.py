@@ -51,6 +51,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -266,14 +267,6 @@ class LiveQuery:
         meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label}
         data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
         refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
-        data = self.unseen_odd(odd_entries(data))
-        data, ingested = self.not_ingested(data, listed)
-        if ingested:  # a fresh checkpoint after the nights ran (catching up, `--once`)
-            line = (f"batch {batch_id}: {len(ingested)} file(s) ingested by the night of "
-                    f"their day already, not read again: {', '.join(map(str, ingested[:3]))}"
-                    + (" ..." if len(ingested) > 3 else ""))
-            log.info(line)
-            self.echo(line)
         if outside:  # no night reads them either: said, not passed over unseen
             shown = ", ".join(str(p) for p in outside[:3]) + (" ..." if len(outside) > 3 else "")
             line = (f"batch {batch_id}: {len(outside)} file(s) not in a day's landing folder "
@@ -292,10 +285,26 @@ class LiveQuery:
             phases[name] = phases.get(name, 0.0) + now - tick[0]
             tick[0] = now
 
-        good, bad = self.read(data)
-        phase("read")
-        commit_once(BRONZE, lake, good, meta, app, batch_id, partition_by=["batch_date"])
-        commit_once(QUARANTINE, lake, bad, meta, app, batch_id, partition_by=["batch_date"])
+        with ExitStack() as held:
+            # the days' bronze locks, which ingest holds until its log is written: a file
+            # a night (a rerun) ingests meanwhile is seen ingested, not appended again
+            for day in sorted({_folder_day(p) for p in data}):
+                held.enter_context(BRONZE.lock(lake, day))
+                held.enter_context(QUARANTINE.lock(lake, day))
+            data = self.unseen_odd(odd_entries(data))
+            data, ingested = self.not_ingested(data, listed)
+            if ingested:  # a fresh checkpoint after the nights ran (catching up, `--once`)
+                line = (f"batch {batch_id}: {len(ingested)} file(s) ingested by the night of "
+                        "their day already, not read again: "
+                        f"{', '.join(map(str, ingested[:3]))}"
+                        + (" ..." if len(ingested) > 3 else ""))
+                log.info(line)
+                self.echo(line)
+            good, bad = self.read(data)
+            phase("read")
+            commit_once(BRONZE, lake, good, meta, app, batch_id, partition_by=["batch_date"])
+            commit_once(QUARANTINE, lake, bad, meta, app, batch_id,
+                        partition_by=["batch_date"])
         phase("bronze")
 
         clock = s.clock
