@@ -92,3 +92,22 @@ def test_a_probability_that_reads_as_zero_is_refused_with_its_line(tmp_path, fie
     for taken in ("0", "0.0", "0e-400", "5e-324"):
         text = f"patterns:\n  p:\n    pattern: Door\n    policy: single\n    {field}: {taken}\n"
         load_registry(write(tmp_path, text), DOMAIN)
+
+
+def test_aliases_expanding_past_the_limit_are_refused_at_once(tmp_path):
+    """Nine lists of nine aliases each are 9^9 values in 15 lines: printing one in the
+    refusal of a bad `description` took a minute and gigabytes (QA, 2026-11-27). A
+    few aliases are still read."""
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    with pytest.raises(RegistryError, match=r"patterns.yaml, line 1: .*more than 100000 "
+                                            r"values once its aliases \(\*name\) are expanded"):
+        load_registry(write(tmp_path, laughs + "patterns:\n  p: {pattern: 'Door', policy: "
+                                               "single, description: *i}\n"), DOMAIN)
+    shared = "w: &w 5\npatterns:\n  p: {pattern: 'Door', policy: single, window: *w}\n"
+    assert load_registry(write(tmp_path, shared), DOMAIN)["p"].query.window == 5
+
+
+def test_a_key_that_is_a_list_is_refused_with_its_line(tmp_path):
+    with pytest.raises(RegistryError, match=r"patterns.yaml, line 2: .*a key must be a name"):
+        load_registry(write(tmp_path, "patterns:\n  ? [a, b]\n  : {pattern: 'Door'}\n"), DOMAIN)

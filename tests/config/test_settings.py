@@ -114,7 +114,7 @@ BASE = "lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\ndomain: [A]\n"
     (BASE.replace("x", '"a\\tb"') + "epoch: '2026-01-01T00:00:00'\n", {},  # a tab, shown
      r"lake root '.*/a\\tb': delta-rs cannot open a table or list .* with '\\t'"),
     (BASE + "epoch: '2026-01-01T00:00:00'\nlake_root: elsewhere\n", {},  # not the last kept
-     r"s.yaml: cannot read settings: .*'lake_root' is named twice\n.* line 6"),
+     r"s.yaml, line 6: cannot read settings: 'lake_root' is named twice$"),
 ])
 def test_unreadable_settings_are_one_error_naming_the_file_or_variable(tmp_path, text, env,
                                                                         said):
@@ -228,3 +228,30 @@ def test_a_lake_root_is_checked_where_its_links_lead_and_as_given(tmp_path, monk
         tmp_path / "clean"
     monkeypatch.chdir(tmp_path)
     assert load_settings(inside, env={}, lake="rel").lake_root == tmp_path / "rel"
+
+
+GOOD = ("lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\n"
+        "epoch: '2026-01-01T00:00:00'\n")
+
+
+@pytest.mark.parametrize("text,env,message", [
+    # QA, 2026-11-27: each of these ended in a traceback, or in gigabytes of message
+    (GOOD + "domain: [A]\n? [x]\n: 1\n", {},
+     r"s.yaml, line 6: cannot read settings: a key must be a name, not a list or mapping$"),
+    (GOOD + "domain: [A]\n", {"PROBCEP_DOMAIN": "? [a]"},
+     r"environment PROBCEP_DOMAIN: cannot read .* a key must be a name"),
+    (GOOD + "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcde", "bcdef"))
+     + "domain: *f\n", {}, r"s.yaml, line 1: cannot read settings: the document holds "
+     r"more than 100000 values once its aliases \(\*name\) are expanded$"),
+    (GOOD.replace("2026-01-01T00:00:00", "0001-01-01T00:00:00+01:00") + "domain: [A]\n", {},
+     "'epoch' .*from year 1 UTC"),
+    (GOOD + "domain: [s, ſ]\n", {}, "'domain' .*A-Za-z_"),  # one column to Spark
+    (GOOD + "domain: [Door, Küche]\n", {}, "'domain' .*A-Za-z_"),  # no pattern names it
+])
+def test_hostile_settings_are_refused_in_one_line(tmp_path, text, env, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(SettingsError, match=message) as refused:
+        load_settings(path, env=env)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 1000

@@ -22,6 +22,7 @@ import yaml
 
 from probcep.config.clock import Clock
 from probcep.config.yaml_keys import UniqueKeyLoader
+from probcep.engine.pattern import SYMBOL_NAME
 from probcep.errors import ProbcepError, ProbcepWarning
 
 PACKAGED = Path(__file__).with_name("probcep.yaml")
@@ -165,6 +166,11 @@ def load_settings(path: str | Path | None = None, env=None,
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader) or {}  # noqa: S506
     except UnicodeDecodeError as exc:
         raise SettingsError(f"{path}: cannot read settings: not UTF-8 text ({exc})") from exc
+    except yaml.MarkedYAMLError as exc:  # one line naming the file, as the registry's
+        mark = exc.problem_mark or exc.context_mark
+        at = "" if mark is None else f", line {mark.line + 1}"
+        raise SettingsError(f"{path}{at}: cannot read settings: "
+                            f"{exc.problem or exc.context}") from exc
     except (OSError, yaml.YAMLError, ValueError) as exc:  # ValueError: a date like 02-30
         raise SettingsError(f"{path}: cannot read settings: {exc}") from exc
     if not isinstance(raw, dict):
@@ -218,10 +224,10 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
                                  f"got {step!r}")
     try:
         epoch = dt.datetime.fromisoformat(str(v["epoch"]))
-    except ValueError:
-        fail("epoch", f"must be an ISO date-time such as 2026-01-01T00:00:00, "
-                      f"got {v['epoch']!r}")
-    utc = epoch.astimezone(dt.UTC) if epoch.tzinfo else epoch
+        utc = epoch.astimezone(dt.UTC) if epoch.tzinfo else epoch
+    except (ValueError, OverflowError):  # 0001-01-01T00:00+01:00 is before year 1 UTC
+        fail("epoch", f"must be an ISO date-time such as 2026-01-01T00:00:00, from year 1 "
+                      f"UTC, got {v['epoch']!r}")
     into_day = utc - utc.replace(hour=0, minute=0, second=0, microsecond=0)
     if into_day % dt.timedelta(seconds=step):  # a timestep would straddle each midnight
         fail("epoch", f"must lie on the timestep grid of midnight UTC (a multiple of "
@@ -229,13 +235,14 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
                       f"{v['epoch']!r}, {into_day} after midnight UTC")
     domain = v["domain"]
     if (not isinstance(domain, list) or not domain
-            or not all(isinstance(s, str) and s.isidentifier() for s in domain)
+            or not all(isinstance(s, str) and SYMBOL_NAME.fullmatch(s) for s in domain)
             or len({s.lower() for s in domain}) != len(domain)
             or {s.lower() for s in domain} & set(RESERVED_NAMES)):
-        fail("domain", f"must be a list of symbol names distinct without regard to case "
-                       f"(as Spark's columns), none of {RESERVED_NAMES}, got {domain!r}")
+        fail("domain", f"must be a list of symbol names ([A-Za-z_][A-Za-z0-9_]*, as "
+                       f"patterns write them) distinct without regard to case (as Spark's "
+                       f"columns), none of {RESERVED_NAMES}, got {domain!r}")
     reserved = v.get("no_reading_symbol", "NoReading")
-    if not isinstance(reserved, str) or not reserved.isidentifier() \
+    if not isinstance(reserved, str) or not SYMBOL_NAME.fullmatch(reserved) \
             or reserved.lower() in {s.lower() for s in (*domain, *RESERVED_NAMES)}:
         fail("no_reading_symbol", f"must be a name outside the domain and none of "
                                   f"{RESERVED_NAMES} (without regard to case), got "

@@ -25,6 +25,23 @@ def underflow(text: str, value: float) -> str | None:
     return None
 
 
+#: The most values a document may hold once its aliases (`*name`) are expanded: nine
+#: nested lists of nine aliases are 9^9 values of a few lines, which printing one in a
+#: refusal took minutes and gigabytes to do.
+MAX_VALUES = 100_000
+
+
+def _expanded(node, sizes: dict) -> int:
+    """How many values `node` holds with its aliases expanded (a shared node is counted
+    at each use; each is sized once)."""
+    if id(node) not in sizes:
+        children = [n for pair in node.value for n in pair] \
+            if isinstance(node, yaml.MappingNode) else \
+            node.value if isinstance(node, yaml.SequenceNode) else []
+        sizes[id(node)] = 1 + sum(_expanded(c, sizes) for c in children)
+    return sizes[id(node)]
+
+
 class UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, refusing a mapping that names a key twice (plain YAML keeps
     the last silently: a second entry of one name would replace the first unseen), and
@@ -34,11 +51,23 @@ class UniqueKeyLoader(yaml.SafeLoader):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, list | dict):  # `? [a, b]`: no key of probcep's files
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key must be a name, not a list or mapping",
+                    key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"{key!r} is named twice", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+    def compose_document(self):
+        node = super().compose_document()
+        if node is not None and _expanded(node, {}) > MAX_VALUES:
+            raise yaml.composer.ComposerError(
+                None, None, f"the document holds more than {MAX_VALUES} values once its "
+                "aliases (*name) are expanded", node.start_mark)
+        return node
 
     def construct_yaml_float(self, node):
         """A float, refusing a positive decimal that reads as 0 (`threshold: 1e-400` would
