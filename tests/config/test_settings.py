@@ -248,6 +248,8 @@ GOOD = ("lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\n"
      "'epoch' .*from year 1 UTC"),
     (GOOD + "domain: [s, ſ]\n", {}, "'domain' .*A-Za-z_"),  # one column to Spark
     (GOOD + "domain: [Door, Küche]\n", {}, "'domain' .*A-Za-z_"),  # no pattern names it
+    (GOOD + f"domain: [{', '.join(f'S{i}' for i in range(601))}]\n", {},
+     "'domain' .*: must hold at most 600 symbols, got 601$"),  # Spark ran out of heap
 ])
 def test_hostile_settings_are_refused_in_one_line(tmp_path, text, env, message):
     path = tmp_path / "s.yaml"

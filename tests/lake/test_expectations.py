@@ -101,3 +101,24 @@ def test_the_silver_row_sum_is_checked_by_pandas_as_by_spark_sql():
         validate(frame, SILVER_SUITE, ("a", "b"))
     frame.loc[1, "b"] = 0.5 + 1e-10
     assert validate(frame, SILVER_SUITE, ("a", "b")).success
+
+
+def test_a_row_sum_over_600_symbols_is_one_flat_sum_in_order(spark):
+    """Written `a + b + …`, one level per symbol, the row sum overflowed pandas' recursion
+    and Spark's stack past a few hundred symbols (QA, 2026-11-27: a domain of 300 stopped
+    ingest, of 600 the silver check). Both engines add in the domain's order."""
+    from pyspark.sql.functions import col
+
+    from probcep.lake.expectations import suite_spec, with_derived
+    from probcep.lake.spark import column_sum
+
+    symbols = tuple(f"S{i}" for i in range(600))
+    frame = pd.DataFrame({s: [1 / 600, 1 / 600 + 1e-9 * (s == "S7")] for s in symbols})
+    in_order = [0.0, 0.0]
+    for s in symbols:
+        in_order = [in_order[k] + frame[s][k] for k in range(2)]
+    spec, rows = suite_spec(SILVER_SUITE), spark.createDataFrame(frame)
+    assert with_derived(frame, spec, symbols)["row_sum"].tolist() == in_order
+    assert with_derived(rows, spec, symbols).toPandas()["row_sum"].tolist() == in_order
+    assert rows.select(column_sum([col(s) for s in symbols]).alias("sum")).toPandas()[
+        "sum"].tolist() == in_order

@@ -120,6 +120,23 @@ def test_wide_rows_become_readings(spark, settings):
     assert "bronze 6 readings of 2 records" in report.line()
 
 
+@pytest.mark.soak  # 90 s; `tests/lake/test_expectations.py` checks the sums at once
+def test_a_domain_of_300_symbols_runs(spark, settings):
+    """A row's sum over the domain was a chain of `+` one level per symbol: at 300 the
+    JVM's stack overflowed in Spark's analyzer (QA, 2026-11-27)."""
+    domain = tuple(f"S{i}" for i in range(300))
+    wide = dataclasses.replace(settings, domain=domain, wide_sum="renormalize")
+    values = np.random.default_rng(7).random(300)
+    write(wide, pd.DataFrame([{"stream_id": "w", "ts": "2026-01-01T00:00:00",
+                               **dict(zip(domain, values))}]), "wide.csv")
+    ctx = run(wide, "r")
+    assert ingest_day(ctx, DAY).bronze == 300
+    normalize_day(ctx, DAY)
+    (row,) = silver_rows(spark, wide, DAY).toPandas().to_dict("records")
+    np.testing.assert_allclose([row[s] for s in domain], values / values.sum(),
+                               rtol=1e-12, atol=0)
+
+
 def test_too_much_quarantine_fails(spark, settings):
     write(settings, long_rows(), "r.csv")
     strict = dataclasses.replace(settings, max_quarantine_fraction=0.1)

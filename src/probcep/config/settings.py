@@ -38,6 +38,10 @@ CACHE_POLICIES = ("creation", "priority", "lru")
 #: column names without regard to case, so no two of them may differ only in case.
 READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 RESERVED_NAMES = (*READING_COLUMNS, "t", "date")
+#: The most symbols a domain may hold: the widest tested, a night of one wide reading
+#: over 600 in 2 minutes (2026-11-27, local[2]); at 1,000 Spark's executor ran out of
+#: its default heap planning the wide row's checks.
+MAX_SYMBOLS = 600
 #: The largest target file size: Spark takes the bytes as a 64-bit count.
 MAX_FILE_MB = 1 << 20
 #: Characters of a lake path delta-rs refuses as a URL or reads as a separator, those
@@ -234,6 +238,8 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
                       f"{step} s after it), so that each day is whole timesteps: got "
                       f"{v['epoch']!r}, {into_day} after midnight UTC")
     domain = v["domain"]
+    if isinstance(domain, list) and len(domain) > MAX_SYMBOLS:
+        fail("domain", f"must hold at most {MAX_SYMBOLS} symbols, got {len(domain)}")
     if (not isinstance(domain, list) or not domain
             or not all(isinstance(s, str) and SYMBOL_NAME.fullmatch(s) for s in domain)
             or len({s.lower() for s in domain}) != len(domain)

@@ -84,16 +84,25 @@ def expand(spec: dict, symbols) -> list[dict]:
 
 
 def with_derived(frame, spec: dict, symbols):
-    """`frame` with the suite's derived columns added (Spark or pandas)."""
-    derived = {name: expr.replace("{row_sum}", " + ".join(f"`{s}`" for s in symbols))
-               for name, expr in spec.get("derived_columns", {}).items()}
+    """`frame` with the suite's derived columns added (Spark or pandas). `{row_sum}` adds
+    the symbols in their order as one flat expression: written `a + b + …`, one level
+    per symbol, it overflowed Spark's stack and pandas' recursion past a few hundred."""
+    derived = spec.get("derived_columns", {})
     if not derived:
         return frame
     if hasattr(frame, "sparkSession"):
         from pyspark.sql import functions as F
 
-        return frame.withColumns({name: F.expr(e) for name, e in derived.items()})
-    return frame.assign(**{name: frame.eval(e) for name, e in derived.items()})
+        row_sum = (f"aggregate(array({', '.join(f'`{s}`' for s in symbols)}), 0D, "
+                   "(total, x) -> total + x)")
+        return frame.withColumns({name: F.expr(e.replace("{row_sum}", row_sum))
+                                  for name, e in derived.items()})
+    total = 0.0
+    for s in symbols:
+        total = total + frame[s]
+    summed = frame.assign(_row_sum_=total)
+    return frame.assign(**{name: summed.eval(e.replace("{row_sum}", "_row_sum_"))
+                           for name, e in derived.items()})
 
 
 def gx_context(docs_dir=None):

@@ -82,3 +82,12 @@ def literal(path) -> str:
     `{a,b}` like a shell, so a landing file named `a[1].csv` would read `a1.csv` instead
     (and `b*.csv` every b file); a backslash escapes each of them for Hadoop's glob."""
     return re.sub(r"([\\*?\[\]{}])", r"\\\1", str(path))
+
+
+def column_sum(columns):
+    """The sum of `columns` (doubles) added in their order, as one flat expression: a
+    chain of `+` one level per column overflowed the JVM's stack in Spark's analyzer
+    at a domain of 300 symbols."""
+    from pyspark.sql import functions as F
+
+    return F.aggregate(F.array(*columns), F.lit(0.0), lambda total, x: total + x)

@@ -33,6 +33,7 @@ from pathlib import Path
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
 from probcep.lake.delta import commit_staged, staged_counts, staged_days, staged_frame
+from probcep.lake.spark import column_sum
 from probcep.lake.tables import BRONZE, INGEST_LOG, QUARANTINE, RAW_COLUMNS
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.landing import (
@@ -289,7 +290,7 @@ def checked(records, settings: Settings, wide_rows: bool = True):
     long, wide = F.col("layout") == "long", F.col("layout") == "wide"
     cells = {s: F.col(cell(s)) for s in domain}
     values = {s: c.try_cast("double") for s, c in cells.items()}
-    total = sum((F.coalesce(v, F.lit(0.0)) for v in values.values()), F.lit(0.0))
+    total = column_sum([F.coalesce(v, F.lit(0.0)) for v in values.values()])
     off_sum = F.abs(total - 1) > WIDE_SUM_TOLERANCE
     unknown = F.array_min(F.map_keys("extra"))
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from probcep.errors import ProbcepError
 from probcep.lake.delta import contents, replace_days, spark_read
+from probcep.lake.spark import column_sum
 from probcep.lake.tables import BRONZE, INGEST_LOG, NORMALIZE_LOG, QUARANTINE, SILVER
 from probcep.pipeline.context import RunContext
 
@@ -220,7 +221,7 @@ def _rows(bronze, settings, lo: int, hi: int, date, wanted, stop, ordered: bool 
     domain = list(settings.domain)
     scores = (readings.groupBy("stream_id", "t").pivot("symbol", domain)
               .agg(combine("score")).na.fill(0.0, domain))
-    total = sum(F.col(f"`{d}`") for d in domain)
+    total = column_sum([F.col(f"`{d}`") for d in domain])
     rows = scores.where(total > 0).select(
         "stream_id", "t", *[(F.col(f"`{d}`") / total).alias(d) for d in domain])
     if held:
