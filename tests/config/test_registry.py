@@ -111,3 +111,12 @@ def test_aliases_expanding_past_the_limit_are_refused_at_once(tmp_path):
 def test_a_key_that_is_a_list_is_refused_with_its_line(tmp_path):
     with pytest.raises(RegistryError, match=r"patterns.yaml, line 2: .*a key must be a name"):
         load_registry(write(tmp_path, "patterns:\n  ? [a, b]\n  : {pattern: 'Door'}\n"), DOMAIN)
+
+
+def test_a_window_past_the_engines_limit_names_its_file_line_and_entry(tmp_path):
+    """QA, 2026-11-27: refused as the engine's `window … (MAX_WINDOW)` alone."""
+    text = ("patterns:\n  x:\n    pattern: 'Door'\n    policy: single\n"
+            "    window: 99999999999999999999999999\n")
+    with pytest.raises(RegistryError, match=r"patterns.yaml, line 5: entry 'x': window "
+                                            r"99999999999999999999999999 is more than the limit"):
+        load_registry(write(tmp_path, text), DOMAIN)

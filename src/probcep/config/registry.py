@@ -20,7 +20,7 @@ from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine import PatternError, Query
 from probcep.engine.approx.errors import MAX_ERRORS, check_approx_size
 from probcep.engine.approx.matcher import MAX_BUDGET
-from probcep.engine.grouping import POLICIES
+from probcep.engine.grouping import POLICIES, QueryError
 from probcep.engine.pattern import tokenize
 from probcep.errors import ProbcepError
 
@@ -136,6 +136,8 @@ def parse_entry(name, entry, domain: tuple[str, ...], source: str = "registry",
                             window=entry.get("window"))
     except PatternError as exc:
         raise RegistryError(f"{where('pattern')}: bad pattern: {exc}") from exc
+    except QueryError as exc:  # a value its type and range let through (window > MAX_WINDOW)
+        raise RegistryError(f"{where(str(exc).split()[0])}: {exc}") from exc
     if query.dfa.unfit(query.window):  # its alerts would never come, unsaid
         raise RegistryError(f"{where('window')}: {query.dfa.unfit(query.window)}")
     alert = entry.get("alert_threshold", 0.5)
