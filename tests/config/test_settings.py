@@ -257,3 +257,16 @@ def test_hostile_settings_are_refused_in_one_line(tmp_path, text, env, message):
     with pytest.raises(SettingsError, match=message) as refused:
         load_settings(path, env=env)
     assert "\n" not in str(refused.value) and len(str(refused.value)) < 1000
+
+
+@pytest.mark.parametrize("lake", ["landing", "landing/lake", "landing/2026-01-01/lake"])
+def test_a_lake_in_the_landing_folder_is_refused(tmp_path, lake):
+    """Its files landed: every night stopped at "landing changed since ingest" and
+    quarantined the lake's folder (QA, 2026-11-27)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"lake_root: {lake}\nlanding_dir: landing\ntimestep_seconds: 60\n"
+                    "epoch: '2026-01-01T00:00:00'\ndomain: [A]\n")
+    with pytest.raises(SettingsError, match=f"lake root .*{lake} lies in the landing folder "
+                                            ".*landing: put it beside it"):
+        load_settings(path, env={})
+    assert load_settings(path, env={}, lake=tmp_path / "lake").lake_root == tmp_path / "lake"

@@ -114,6 +114,11 @@ class Settings:
                 raise SettingsError(f"lake root {shown}: delta-rs cannot open a table or "
                                     f"list its commits under a path with "
                                     f"{' or '.join(map(repr, odd))}")
+        lake, landing = (Path(os.path.realpath(p)) for p in (path, self.landing_dir))
+        if lake == landing or landing in lake.parents:  # its files would land: each
+            # night found the day changed since ingest, and quarantined the lake
+            raise SettingsError(f"lake root {_shown(path)} lies in the landing folder "
+                                f"{_shown(str(self.landing_dir))}: put it beside it")
 
     @property
     def checkpoint(self) -> Path:
