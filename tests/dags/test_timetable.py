@@ -179,7 +179,7 @@ def test_the_tasks_read_the_registry_as_the_jobs_do(nightly, tmp_path_factory, t
     dag = nightly.probcep_nightly()
     settings = tmp_path / "probcep.yaml"
     registry = tmp_path / "patterns.yaml"
-    settings.write_text(f"lake_root: {tmp_path / 'lake'}\nlanding_dir: {tmp_path}\n"
+    settings.write_text(f"lake_root: {tmp_path / 'lake'}\nlanding_dir: {tmp_path / 'in'}\n"
                         f"registry: {registry}\ndomain: [a, b]\ntimestep_seconds: 60\n"
                         "epoch: '2026-01-01T00:00:00'\n")
     monkeypatch.setenv("PROBCEP_SETTINGS", str(settings))

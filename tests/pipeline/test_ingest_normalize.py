@@ -477,7 +477,8 @@ def test_a_day_ingested_from_files_is_not_emptied_by_a_landing_root_without_it(s
     write(settings, long_rows(), "r.csv")
     assert ingest_day(run(settings), DAY).rows > 0
     rows = BRONZE.read(settings.lake_root).num_rows
-    wrong = dataclasses.replace(settings, landing_dir=settings.landing_dir.parent)
+    (settings.landing_dir.parent / "elsewhere").mkdir()
+    wrong = dataclasses.replace(settings, landing_dir=settings.landing_dir.parent / "elsewhere")
     with pytest.raises(ProbcepError, match=rf"yet {DAY} was ingested from 1 landing file"):
         ingest_day(run(wrong), DAY)
     assert BRONZE.read(settings.lake_root).num_rows == rows
