@@ -87,22 +87,23 @@ def with_derived(frame, spec: dict, symbols):
     """`frame` with the suite's derived columns added (Spark or pandas). `{row_sum}` adds
     the symbols in their order as one flat expression: written `a + b + …`, one level
     per symbol, it overflowed Spark's stack and pandas' recursion past a few hundred."""
-    derived = spec.get("derived_columns", {})
+    derived = {name: e.replace("{row_sum}", "_row_sum_")
+               for name, e in spec.get("derived_columns", {}).items()}
     if not derived:
         return frame
     if hasattr(frame, "sparkSession"):
         from pyspark.sql import functions as F
 
-        row_sum = (f"aggregate(array({', '.join(f'`{s}`' for s in symbols)}), 0D, "
-                   "(total, x) -> total + x)")
-        return frame.withColumns({name: F.expr(e.replace("{row_sum}", row_sum))
-                                  for name, e in derived.items()})
+        from probcep.lake.spark import column_sum
+
+        summed = frame.withColumn("_row_sum_", column_sum([F.col(f"`{s}`") for s in symbols]))
+        return summed.withColumns({name: F.expr(e) for name, e in derived.items()}
+                                  ).drop("_row_sum_")
     total = 0.0
     for s in symbols:
         total = total + frame[s]
     summed = frame.assign(_row_sum_=total)
-    return frame.assign(**{name: summed.eval(e.replace("{row_sum}", "_row_sum_"))
-                           for name, e in derived.items()})
+    return frame.assign(**{name: summed.eval(e) for name, e in derived.items()})
 
 
 def gx_context(docs_dir=None):

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
 from probcep.lake.delta import commit_staged, staged_counts, staged_days, staged_frame
+from probcep.lake.locks import slice_lock
 from probcep.lake.spark import column_sum
 from probcep.lake.tables import BRONZE, INGEST_LOG, QUARANTINE, RAW_COLUMNS
 from probcep.pipeline.context import RunContext
@@ -575,13 +576,10 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
         except IngestError as missing:
             reports[day] = _silence(ctx, day, missing)
     seen = {day: listing(files.get(day, [])) for day in days}  # before reading them
-    with ExitStack() as held:
-        # held until the log says the days are ingested: live mode, holding them too,
-        # reads a landing file only when the log does not hold it yet, and would else
-        # append a file this run ingests as new after its bronze commit
-        for day in sorted(files):
-            held.enter_context(BRONZE.lock(ctx.lake, day))
-            held.enter_context(QUARANTINE.lock(ctx.lake, day))
+    # held until the log says the days are ingested: live mode, holding them too, reads a
+    # landing file only when the log does not hold it yet, and would else append a file
+    # this run ingests as new after its bronze commit
+    with bronze_locks(ctx.lake, files):
         if files:
             reports.update(_ingest_files(ctx, files))
         INGEST_LOG.add_missing_columns(ctx.lake, {"run_id": ctx.run_id})  # before them
@@ -657,16 +655,23 @@ def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestRepor
     return IngestReport(day, 0, 0, 0, 0, {}, silent=str(missing))
 
 
+@contextmanager
+def bronze_locks(lake, days):
+    """The days' slice locks of bronze and quarantine, taken in date order."""
+    with ExitStack() as held:
+        for day in sorted(days):
+            held.enter_context(slice_lock(lake, (BRONZE, QUARANTINE), day))
+        yield
+
+
 def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
+    """The days' files into bronze and quarantine (their locks held by the caller)."""
     from probcep.lake.expectations import BRONZE_SUITE, days_name, validate
 
     settings, lake, days = ctx.settings, ctx.lake, sorted(files)
     batch = checked_files(ctx.spark, settings, {f: d for d in days for f in files[d]})
     try:
         with ExitStack() as held:
-            for day in days:
-                held.enter_context(BRONZE.lock(lake, day))
-                held.enter_context(QUARANTINE.lock(lake, day))
             good = held.enter_context(staged_days(
                 batch.good, BRONZE, lake, days, settings.target_file_bytes))
             # the staged files, before anything is committed: reading their columns

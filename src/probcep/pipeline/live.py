@@ -51,7 +51,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -88,7 +87,7 @@ from probcep.pipeline.context import RunContext
 from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_by_stream
 from probcep.pipeline.group_day import PROCESSED, saved_states, split_output
 from probcep.pipeline.group_tasks import _advance, _group_rows, _state_rows
-from probcep.pipeline.ingest import checked_batch, refuse_misplaced
+from probcep.pipeline.ingest import bronze_locks, checked_batch, refuse_misplaced
 from probcep.pipeline.landing import data_files
 from probcep.pipeline.live_day_end import DayEndStates
 from probcep.pipeline.live_states import LiveStates
@@ -285,12 +284,9 @@ class LiveQuery:
             phases[name] = phases.get(name, 0.0) + now - tick[0]
             tick[0] = now
 
-        with ExitStack() as held:
-            # the days' bronze locks, which ingest holds until its log is written: a file
-            # a night (a rerun) ingests meanwhile is seen ingested, not appended again
-            for day in sorted({_folder_day(p) for p in data}):
-                held.enter_context(BRONZE.lock(lake, day))
-                held.enter_context(QUARANTINE.lock(lake, day))
+        # the days' bronze locks, which ingest holds until its log is written: a file a
+        # night (a rerun) ingests meanwhile is seen ingested, not appended again
+        with bronze_locks(lake, {_folder_day(p) for p in data}):
             data = self.unseen_odd(odd_entries(data))
             data, ingested = self.not_ingested(data, listed)
             if ingested:  # a fresh checkpoint after the nights ran (catching up, `--once`)
