@@ -123,13 +123,16 @@ class Table:
 
     def first_day(self, lake, version: int | None = None) -> dt.date | None:
         """The earliest day with a file (None: no file, or no table), from the log."""
+        return min(self.days(lake, version), default=None)
+
+    def days(self, lake, version: int | None = None) -> set[dt.date]:
+        """The days with a file (none when there is no table), from the log."""
         from deltalake import DeltaTable
 
         if not self.exists(lake):
-            return None
-        days = {p[self.day_column] for p in
+            return set()
+        return {dt.date.fromisoformat(p[self.day_column]) for p in
                 DeltaTable(str(self.path(lake)), version=version).partitions()}
-        return min(map(dt.date.fromisoformat, days)) if days else None
 
     def files(self, lake, filters=None, version: int | None = None) -> list[str]:
         """The files of the current snapshot (or of `version`) that may hold rows matching

@@ -41,6 +41,10 @@ class SilverSource(Protocol):
         """The earliest day with silver (at `version`, a Delta version; None: none, or
         not known): correlations' ranges reach no further back."""
 
+    def days_with_rows(self, first: dt.date, last: dt.date) -> list[dt.date]:
+        """The days of first..last whose silver holds rows, in order (a day of silence
+        has none)."""
+
     def version(self) -> int | None:
         """The Delta version of silver read (None when silver is not a Delta table)."""
 
@@ -90,6 +94,10 @@ class DistributionFiles:
             raise ProbcepError(f"no distributions for {day}: {path} does not exist")
         return [str(path)]
 
+    def days_with_rows(self, first: dt.date, last: dt.date) -> list[dt.date]:
+        days = (first + dt.timedelta(n) for n in range((last - first).days + 1))
+        return [d for d in days if self.path(d).exists()]
+
     def version(self) -> int | None:
         return None
 
@@ -128,6 +136,9 @@ class LakeSilver:
 
     def first_day(self, version: int | None) -> dt.date | None:
         return SILVER.first_day(self.settings.lake_root, version)
+
+    def days_with_rows(self, first: dt.date, last: dt.date) -> list[dt.date]:
+        return sorted(d for d in SILVER.days(self.settings.lake_root) if first <= d <= last)
 
     def version(self) -> int | None:
         return SILVER.data_version(self.settings.lake_root)  # a vacuum is not new silver

@@ -12,6 +12,7 @@ before they are committed; approximate patterns run after the exact ones (`appro
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ import pyarrow.compute as pc
 
 from probcep.config.clock import Clock
 from probcep.config.registry import RegisteredPattern
-from probcep.errors import InputError, ProbcepError
+from probcep.errors import InputError, ProbcepError, ProbcepWarning
 from probcep.lake.delta import staging_folder
 from probcep.lake.tables import GROUPS, STATES
 from probcep.pipeline.context import RunContext, pattern_versions
@@ -125,14 +126,20 @@ PROCESSED = ""
 def previous_states(ctx: RunContext, day: dt.date) -> pa.Table:
     """For each exact pattern version, the states saved after its latest processed day
     before `day` (streams absent there were quiet: they start afresh)."""
-    return pa.Table.from_batches(list(saved_states(ctx.lake, ctx.exact, day)), STATES.schema)
+    return pa.Table.from_batches(list(saved_states(ctx.lake, ctx.exact, day, ctx.source)),
+                                 STATES.schema)
 
 
-def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date,
+def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
                  batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
     """`previous_states` a batch of rows at a time: what passes through memory at once is
     a batch, however many streams or days the state table holds. Each pattern version's
-    latest day is found from its "day processed" rows alone, which every saved day has."""
+    latest day is found from its "day processed" rows alone, which every saved day has.
+
+    A version whose latest day is followed by days of silver (`source`, a
+    `SilverSource`) that it never grouped starts empty, with a warning, as a new version
+    does: resumed, it would take those days for silence (a registry change undone after
+    a night: the night's readings were not the old version's)."""
     before = [("batch_date", "<", day)]
     last: dict[tuple[str, str], dt.date] = {}
     for part in STATES.scan(lake, before, pc.field("stream_id") == PROCESSED,
@@ -143,7 +150,16 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date,
                 last[(p, v)] = max(d, last.get((p, v), d))
     for p in patterns:
         when = last.get((p.name, p.version))
-        if when is not None:
+        missed = [] if when is None or (day - when).days < 2 else \
+            source.days_with_rows(when + dt.timedelta(days=1), day - dt.timedelta(days=1))
+        if missed:
+            warnings.warn(
+                f"{p.name} (version {p.version}) was last grouped on {when}; {missed[0]}"
+                + (f" and {len(missed) - 1} more days" if len(missed) > 1 else "")
+                + f" hold readings it never grouped, so it starts from an empty state on "
+                f"{day}, as a new version does (`probcep rerun --from {missed[0]} --to "
+                f"{day}` groups them under it)", ProbcepWarning, stacklevel=2)
+        elif when is not None:
             yield from STATES.scan(
                 lake, [("batch_date", "=", when)], (pc.field("pattern") == p.name)
                 & (pc.field("pattern_version") == p.version)

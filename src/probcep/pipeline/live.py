@@ -314,7 +314,7 @@ class LiveQuery:
             if done is not None and start_day <= done:
                 start_day = done + dt.timedelta(days=1)
             complete = clock.day_range(start_day)[0]
-            states.seed(saved_states(lake, ctx.exact, start_day))
+            states.seed(saved_states(lake, ctx.exact, start_day, ctx.source))
         late = 0 if complete is None or not len(t) else int(np.sum(t < complete))
         new = complete
         if len(t):

@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from probcep.config.registry import load_registry
-from probcep.lake.tables import GROUPS, STATES, same_rows
+from probcep.lake.tables import CORRELATIONS, GROUPS, STATES, same_rows
 from probcep.pipeline.approx_day import approx_day
 from probcep.pipeline.context import LakeSilver, RunContext
 from probcep.pipeline.correlate_day import correlate_day
@@ -56,6 +56,25 @@ def processed_days(ctx: RunContext, since: dt.date) -> list[dt.date]:
     return sorted(set(rows["batch_date"].to_pylist()))
 
 
+def unregistered(ctx: RunContext, since: dt.date) -> list[str]:
+    """Exact patterns and correlations with rows on `since` or later that the registry
+    no longer names (removed, or renamed): a rerun leaves those rows as they were."""
+    from probcep.config.correlations import load_correlations
+
+    patterns, correlations = {}, {}
+    if ctx.settings.registry.is_file():
+        patterns = load_registry(ctx.settings.registry, ctx.domain)
+        correlations = load_correlations(ctx.settings.registry, ctx.domain, patterns,
+                                         ctx.settings.step)
+    found = set(STATES.read(ctx.lake, [("batch_date", ">=", since),
+                                       ("stream_id", "=", PROCESSED)],
+                            columns=["pattern"])["pattern"].to_pylist())
+    named = set(CORRELATIONS.read(ctx.lake, [("batch_date", ">=", since)],
+                                  columns=["correlation"])["correlation"].to_pylist())
+    return sorted(found - set(patterns)) + [f"correlation {c}" for c in
+                                            sorted(named - set(correlations))]
+
+
 def unfinished_reruns(lake: Path) -> list[dict]:
     """The marks of reruns that began and did not end (killed, or failed)."""
     folder = Path(lake) / RERUN_MARKS
@@ -74,6 +93,11 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
                  "not finish: every later processed day is recomputed")
     fixed = days_between(first, last)
     _prepare(ctx, fixed)
+    left = unregistered(ctx, first)
+    if left:
+        ctx.echo(f"warning: {', '.join(left)} no longer in the registry: their rows of "
+                 f"{first} and later stay as they were, alerts included (docs/pipeline.md "
+                 "§4 says how to retire them)")
     # marked only now: a rerun refused by its checks or its landing files changed no
     # state, and a mark of a day that cannot be rerun yet (today) would stay for good
     folder = Path(ctx.lake) / RERUN_MARKS
