@@ -31,6 +31,7 @@ from deltalake import DeltaTable
 
 from probcep.lake import locks
 from probcep.lake.delta import commit_staged, staging_folder
+from probcep.errors import ProbcepError
 from probcep.lake.locks import ConcurrentWriteError, Owner
 from probcep.lake.tables import BRONZE, GROUPS, UTC_MICROS, same_rows
 
@@ -330,6 +331,22 @@ def test_a_lock_of_a_reused_pid_is_taken_over_one_of_another_host_is_not(tmp_pat
     with pytest.raises(ConcurrentWriteError, match="another run is writing"):
         with locks.slice_lock(tmp_path, [GROUPS], DAY, {"pattern": ["room_visit"]}, wait=0):
             pass
+
+
+@pytest.mark.parametrize("age", [0, 120])
+def test_a_lock_path_that_is_no_file_is_refused_at_once_in_one_line(tmp_path, age):
+    """A directory there, older than a stale lock's age, was removed with `unlink`: a
+    traceback (IsADirectoryError), exit 1; a young one was waited for as a run (QA)."""
+    path = _lock_file(tmp_path)
+    path.mkdir(parents=True)
+    os.utime(path, (time.time() - age, time.time() - age))
+    started = time.monotonic()
+    with pytest.raises(ProbcepError, match=f"^{path} is in the way of the lock on "
+                       f"gold/groups for {DAY} \\(pattern=room_visit\\): a lock is a file "
+                       r"and this is not one \(remove it\)$"):
+        with locks.slice_lock(tmp_path, [GROUPS], DAY, {"pattern": ["room_visit"]}, wait=60):
+            pass
+    assert time.monotonic() - started < 30 and path.is_dir()
 
 
 def test_a_lock_is_reentrant_in_its_thread_and_held_against_others(tmp_path):

@@ -28,6 +28,7 @@ import logging
 import os
 import random
 import socket
+import stat
 import threading
 import time
 import uuid
@@ -248,9 +249,14 @@ def _wait_for(path: Path, what: str, deadline: float, wait: float, delay: float,
               announced: bool) -> bool:
     """One wait for the lock another run holds (taken over at once if that run is dead:
     False, no wait); ConcurrentWriteError past the deadline."""
-    held = _read(str(path))
-    if not held and not path.exists():
+    try:
+        kind = os.lstat(path).st_mode
+    except FileNotFoundError:
         return False  # released meanwhile
+    if not stat.S_ISREG(kind):  # no run makes one: never waited for nor removed
+        raise ProbcepError(f"{path} is in the way of the lock on {what}: a lock is a "
+                           f"file and this is not one (remove it)")
+    held = _read(str(path))
     if _stale(path, held):
         _take_over(path, held)
         return False
