@@ -5,7 +5,7 @@
 
 import sys
 
-from probcep.cli import main
+from probcep.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main(["correlate-day", *sys.argv[1:]]))
+    entry(["correlate-day", *sys.argv[1:]])

@@ -5,7 +5,7 @@
 
 import sys
 
-from probcep.cli import main
+from probcep.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main(["group-day", *sys.argv[1:]]))
+    entry(["group-day", *sys.argv[1:]])

@@ -6,7 +6,7 @@
 
 import sys
 
-from probcep.cli import main
+from probcep.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main(["run", *sys.argv[1:]]))
+    entry(["run", *sys.argv[1:]])

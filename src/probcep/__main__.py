@@ -1,7 +1,5 @@
 """`python -m probcep`: the `probcep` command."""
 
-import sys
+from probcep.cli import entry
 
-from probcep.cli import main
-
-sys.exit(main())
+entry()

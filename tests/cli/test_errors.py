@@ -927,3 +927,41 @@ def test_sigterm_releases_the_steps_locks(tmp_path):
     assert err.splitlines() == ["probcep vacuum: error: stopped by SIGTERM (its locks and "
                                 "staged files are released: the step can run again)"]
     assert not list(lake.rglob("*.lock"))
+
+
+SIGTERM_BEFORE = """
+import os, signal, sys
+from probcep import cli
+
+build = cli.build_parser
+def slow(command=None):  # a SIGTERM while the command's modules load
+    os.kill(os.getpid(), signal.SIGTERM)
+    return build(command)
+cli.build_parser = slow
+cli.entry(["vacuum", "--lake", sys.argv[1]])
+"""
+
+SIGTERM_AFTER = """
+import atexit, os, signal, sys
+from probcep import cli
+
+atexit.register(os.kill, os.getpid(), signal.SIGTERM)  # while the process shuts down
+cli.entry(["group", sys.argv[1], "--pattern", "a", "--policy", "single"])
+"""
+
+
+def test_sigterm_before_the_step_says_so_and_after_it_changes_nothing(tmp_path):
+    """A SIGTERM while the command loaded ended the process with no line, and one while
+    it shut down, the work done, made it exit 143, a failure to Airflow (QA, 2026-11-27)."""
+    before = subprocess.run([sys.executable, "-c", SIGTERM_BEFORE, str(tmp_path / "lake")],
+                            capture_output=True, text=True, timeout=120)
+    assert before.returncode == 143
+    assert before.stderr.splitlines() == ["probcep: error: stopped by SIGTERM (its locks and "
+                                          "staged files are released: the step can run "
+                                          "again)"]
+    path = tmp_path / "s.csv"
+    STREAMS.to_csv(path, index=False)
+    after = subprocess.run([sys.executable, "-c", SIGTERM_AFTER, str(path)],
+                           capture_output=True, text=True, timeout=120)
+    assert (after.returncode, after.stderr) == (0, "")
+    assert after.stdout.count("\n") == 3

@@ -29,9 +29,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from probcep.errors import ProbcepError
 from probcep.lake import locks
 from probcep.lake.delta import commit_staged, staging_folder
-from probcep.errors import ProbcepError
 from probcep.lake.locks import ConcurrentWriteError, Owner
 from probcep.lake.tables import BRONZE, GROUPS, UTC_MICROS, same_rows
 

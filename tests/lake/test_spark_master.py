@@ -30,3 +30,51 @@ def test_a_standalone_master_nobody_answers_at_is_one_error():
     with pytest.raises(ProbcepError, match=rf"Spark master spark://127.0.0.1:{port}: cannot "
                                            rf"connect \(127.0.0.1:{port}: .*refused"):
         spark_session(f"spark://127.0.0.1:{port}")  # before a JVM: not after its minute
+
+
+INTERRUPTED_START = """
+import sys
+import pyspark.java_gateway as gateway
+from probcep.lake.spark import spark_session
+
+popen = gateway.Popen
+def started(*args, **kwargs):
+    print(popen(*args, **kwargs).pid, flush=True)
+    raise KeyboardInterrupt  # where a SIGTERM's Terminated lands while the JVM starts
+gateway.Popen = started
+try:
+    spark_session("local[1]")
+except KeyboardInterrupt:
+    sys.exit(0)
+"""
+
+
+def test_a_start_interrupted_leaves_no_jvm(tmp_path):
+    """The JVM PySpark starts outlived a SIGTERM during its start for good (its gateway
+    waits for a Python that is gone; QA, 2026-11-27: orphans of 120 MB each)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "pid"
+    with open(out, "w") as f:  # a file, not a pipe: a JVM left alive would hold a pipe
+        subprocess.run([sys.executable, "-c", INTERRUPTED_START], stdout=f,
+                       stderr=subprocess.DEVNULL, timeout=120, check=True)
+    pid = int(out.read_text())
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.2)
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False

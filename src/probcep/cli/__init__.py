@@ -4,7 +4,8 @@ Every expected failure is a `ProbcepError`: its message (what, where) is printed
 line and the exit code is 2. A full disk is one too, wherever a step hit it
 (`probcep.errors.writing`), and so is one raised in a Spark executor
 (`probcep.errors.from_executors`). Anything else is a bug and keeps its traceback (exit 1).
-The `jobs/` entry points that spark-submit runs call `main`, so they behave the same.
+The `jobs/` entry points that spark-submit runs call `entry`, as the command does, so they
+behave the same.
 SIGTERM (Airflow's timeouts, a task marked failed) unwinds the command like an error, so
 that it releases its slice locks and staging folders: exit 143, one line.
 """
@@ -18,6 +19,7 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager
+from typing import NoReturn
 
 from probcep.cli.destinations import check_output, stdout_closed
 from probcep.errors import ProbcepError, ProbcepWarning, from_executors, writing
@@ -50,12 +52,27 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code. SIGTERM unwinds it from the parser on."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
-    args = parser.parse_args(argv)
-    with warnings.catch_warnings():  # restores the hook below when the command ends
-        warnings.showwarning = _one_line(args.command, warnings.showwarning)
-        return _run(args)
+    with _sigterm_unwinds():
+        try:
+            parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
+            args = parser.parse_args(argv)
+        except Terminated:
+            return _stopped("probcep")
+        with warnings.catch_warnings():  # restores the hook below when the command ends
+            warnings.showwarning = _one_line(args.command, warnings.showwarning)
+            return _run(args)
+
+
+def entry(argv: list[str] | None = None) -> NoReturn:
+    """`main` as the process (the `probcep` command, `python -m probcep`, `jobs/`): once
+    the command is done its exit code stands, SIGTERM or not, while Spark and the
+    interpreter shut down (seconds: a step that had finished ended with 143, which an
+    Airflow task takes for a failure)."""
+    code = main(argv)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)
 
 
 def _one_line(command: str, show):
@@ -77,12 +94,10 @@ def _run(args: argparse.Namespace) -> int:
             if target is not None:  # a state is saved over the one it resumed from
                 check_output(target, [p for name, p in read.items() if p is not None and (
                     option, name) != ("save_state", "resume_from")])
-        with _sigterm_unwinds(), writing(getattr(args, "output", None)), from_executors():
+        with writing(getattr(args, "output", None)), from_executors():
             return int(args.handler(args) or 0)
     except Terminated:
-        print(f"probcep {args.command}: error: stopped by SIGTERM (its locks and staged "
-              "files are released: the step can run again)", file=sys.stderr)
-        return 128 + signal.SIGTERM
+        return _stopped(f"probcep {args.command}")
     except ProbcepError as exc:
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -90,6 +105,12 @@ def _run(args: argparse.Namespace) -> int:
         if not stdout_closed():
             raise
         return 0  # whoever read the output stopped (`| head`): nothing more to say
+
+
+def _stopped(command: str) -> int:
+    print(f"{command}: error: stopped by SIGTERM (its locks and staged files are released: "
+          "the step can run again)", file=sys.stderr)
+    return 128 + signal.SIGTERM
 
 
 class Terminated(BaseException):

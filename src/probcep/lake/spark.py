@@ -10,9 +10,13 @@ environment has probcep and the engine's dependencies.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
+import threading
+from pathlib import Path
 
 from probcep.errors import ProbcepError
 
@@ -39,15 +43,25 @@ def spark_session(master: str | None = None, app: str = "probcep",
         _reach(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
-    session = (builder.appName(app)
+    builder = (builder.appName(app)
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                # staged Parquet is read back by delta-rs: plain microsecond timestamps
-               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-               .getOrCreate())
+               .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"))
+    before = _children()
+    try:
+        session = builder.getOrCreate()
+    except BaseException:
+        # A JVM started for the session that no SparkContext holds yet is nobody's to
+        # stop: a SIGTERM while it started (an Airflow timeout) left it running for good,
+        # its gateway waiting for a Python that was gone (QA: 120 MB each)
+        for pid in _children() - before:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        raise
     session.sparkContext.setLogLevel("ERROR")
     # A failed task's error reaches the action that ran it, and the step says it: a file
     # set aside as unreadable on a night that succeeds, or the error's line. In the
@@ -58,6 +72,15 @@ def spark_session(master: str | None = None, app: str = "probcep",
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
             name, jvm.org.apache.logging.log4j.Level.OFF)
     return session
+
+
+def _children() -> set[int]:
+    """The pids of the processes this thread started (Linux; none known elsewhere)."""
+    try:
+        listed = Path(f"/proc/self/task/{threading.get_native_id()}/children").read_text()
+    except OSError:
+        return set()
+    return {int(pid) for pid in listed.split()}
 
 
 def _reach(master: str, timeout: float = 5.0) -> None:
