@@ -129,7 +129,7 @@ def test_a_version_that_missed_days_of_silver_starts_empty_with_a_warning(tmp_pa
         STATES.replace_day(lake, day, table, {"run_id": "r"}, pattern=["visit"])
     day2 = DAY0 + dt.timedelta(days=2)
     with pytest.warns(ProbcepWarning, match=r"visit \(version v1\) was last grouped on "
-                      r"2026-03-01; 2026-03-02 hold readings it never grouped, so it starts "
+                      r"2026-03-01; 2026-03-02 holds readings it never grouped, so it starts "
                       r"from an empty state on 2026-03-03"):
         assert list(saved_states(lake, [v1], day2, Silver([DAY0, day2 - dt.timedelta(1)])))\
             == []

@@ -155,8 +155,8 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
         if missed:
             warnings.warn(
                 f"{p.name} (version {p.version}) was last grouped on {when}; {missed[0]}"
-                + (f" and {len(missed) - 1} more days" if len(missed) > 1 else "")
-                + f" hold readings it never grouped, so it starts from an empty state on "
+                + (f" and {len(missed) - 1} more days hold" if len(missed) > 1 else " holds")
+                + f" readings it never grouped, so it starts from an empty state on "
                 f"{day}, as a new version does (`probcep rerun --from {missed[0]} --to "
                 f"{day}` groups them under it)", ProbcepWarning, stacklevel=2)
         elif when is not None:
