@@ -93,3 +93,24 @@ def test_matcher_pickles_mid_stream():
     b = pickle.loads(pickle.dumps(a))
     assert a.feed(250, probs[250:]) + a.finish() == b.feed(250, probs[250:]) + b.finish()
     assert first
+
+
+@pytest.mark.parametrize("pattern,position", [
+    ("Door [^Door Room Hall x]", 5),
+    ("( [^Door Room Hall x] | [^x Hall Room Door] ) Room", 2),
+    ("Door{2} Room [^Door Room Hall x]+", 13),
+    ("( Door [^Door Room Hall x] | Room [^Door Room Hall x] )", 7),
+])
+def test_a_pattern_that_can_never_match_points_at_the_class_that_empties_it(pattern,
+                                                                           position):
+    """The caret stood at position 0 whatever the pattern (QA, 2026-11-27)."""
+    with pytest.raises(PatternError, match="can never match over this domain") as refused:
+        compile_pattern(pattern, DOMAIN)
+    assert refused.value.position == position and pattern[position] == "["
+
+
+@pytest.mark.parametrize("pattern", ["Door ( [^Door Room Hall x] | Room )",
+                                     "Door [^Door Room Hall x]* Room",
+                                     "Door [^Door Room Hall x]{0,2} Room"])
+def test_a_class_of_no_symbol_that_a_match_can_do_without_is_taken(pattern):
+    compile_pattern(pattern, DOMAIN)

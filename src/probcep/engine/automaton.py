@@ -29,6 +29,7 @@ from probcep.engine.pattern import (
     Symbol,
     SymbolClass,
     empty_at,
+    never_at,
     parse,
 )
 from probcep.errors import InputError
@@ -303,7 +304,8 @@ def compile_pattern(pattern: str, domain) -> Dfa:
         raise PatternError("pattern matches the empty sequence", pattern, empty_at(tree) or 0)
     delta, accepting, dfa_start = _trim_and_minimize(delta, accepting)
     if dfa_start == DEAD:
-        raise PatternError("pattern can never match over this domain", pattern, 0)
+        raise PatternError("pattern can never match over this domain", pattern,
+                           never_at(tree, domain) or 0)
     if (cells := delta.shape[0] * len(domain)) > MAX_DFA_CELLS:
         raise PatternError(
             f"pattern too complex: its automaton table needs {delta.shape[0]:,} states x "

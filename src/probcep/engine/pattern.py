@@ -61,6 +61,7 @@ class SymbolClass:
 
     members: tuple[Symbol, ...]
     negated: bool
+    position: int = field(default=0, compare=False)  # of its '[', for messages only
 
 
 #: Where a node's text starts, for messages only (never part of a node's identity).
@@ -289,7 +290,7 @@ class _Parser:
         if not members:
             self.error("empty symbol class", opening)
         self.take()
-        return SymbolClass(tuple(members), negated)
+        return SymbolClass(tuple(members), negated, opening.position)
 
 
 def empty_at(node) -> int | None:
@@ -302,6 +303,25 @@ def empty_at(node) -> int | None:
     if isinstance(node, Repeat):
         return node.position if node.low == 0 else empty_at(node.item)
     return None  # a symbol, '.', a class: one timestep each
+
+
+def never_at(node, domain) -> int | None:
+    """Where `node` can match nothing over `domain`: the start of the first part that
+    every match needs and none can have (a class of no domain symbol, `[^a b c]` over
+    a, b, c), else None."""
+    if isinstance(node, Alternation):
+        found = [never_at(o, domain) for o in node.options]
+        return found[0] if all(p is not None for p in found) else None
+    if isinstance(node, Concat):
+        return next((p for p in (never_at(q, domain) for q in node.parts) if p is not None),
+                    None)
+    if isinstance(node, Repeat):
+        return None if node.low == 0 else never_at(node.item, domain)
+    if isinstance(node, SymbolClass):
+        named = {m.name for m in node.members}
+        return node.position if (set(domain) <= named if node.negated else not named) \
+            else None
+    return None  # a symbol of the domain, '.'
 
 
 def parse(pattern: str):
