@@ -89,6 +89,10 @@ class FrameSilver:
         rows = self.rows(day)
         return as_files(rows, self.folder, day.isoformat()) if len(rows) else []
 
+    def days_with_rows(self, first, last):
+        days = (first + dt.timedelta(n) for n in range((last - first).days + 1))
+        return [d for d in days if len(self.rows(d))]
+
     def version(self):
         return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,7 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
+from probcep.errors import ProbcepWarning
 from probcep.lake import tables
 from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY, GROUPS, STATES
 from probcep.pipeline.group_day import group_exact
@@ -159,9 +161,15 @@ def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark,
     for k in range(3):
         group_exact(context(tmp_path / "in_order", source, f"o{k}"), DAY0 + dt.timedelta(k))
     for k, warned in ((0, ()), (2, ()), (1, (DAY0 + dt.timedelta(2),))):
-        report = group_day(context(tmp_path / "jumbled", source, f"n{k}"),
-                           DAY0 + dt.timedelta(k))
+        with warnings.catch_warnings(record=True) as caught:  # day 2 passes over day 1:
+            warnings.simplefilter("always")                   # it starts afresh, and says so
+            report = group_day(context(tmp_path / "jumbled", source, f"n{k}"),
+                               DAY0 + dt.timedelta(k))
         assert report.grouped_after == warned
+        said = [str(w.message).split("; ")[1] for w in caught
+                if issubclass(w.category, ProbcepWarning)]
+        assert len(said) == (len(PATTERNS) if k == 2 else 0), k
+        assert all(m.startswith(f"{DAY0 + dt.timedelta(1)} holds readings") for m in said)
     assert (f"warning: {DAY0 + dt.timedelta(2)} was grouped before {DAY0 + dt.timedelta(1)}"
             in report.line())
     assert f"probcep rerun --from {DAY0 + dt.timedelta(1)} --to" in report.line()
@@ -178,8 +186,11 @@ def test_a_day_grouped_after_a_later_one_warns_and_a_rerun_makes_it_right(spark,
     assert again.grouped_after == () and again.warning() is None
     # a backfill over day 1 and the later day regroups that day from day 1's states
     # at once: nothing is left to warn of (QA, 2026-11-26)
-    for k in (0, 2):
-        group_day(context(tmp_path / "backfilled", source, f"b{k}"), DAY0 + dt.timedelta(k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ProbcepWarning)  # day 2 passes over day 1, as above
+        for k in (0, 2):
+            group_day(context(tmp_path / "backfilled", source, f"b{k}"),
+                      DAY0 + dt.timedelta(k))
     nights = run_days(context(tmp_path / "backfilled", source, "fill"), DAY0 + dt.timedelta(1),
                       DAY0 + dt.timedelta(2))
     assert [n.grouped.warning() for n in nights] == [None, None]

@@ -136,7 +136,7 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
     a batch, however many streams or days the state table holds. Each pattern version's
     latest day is found from its "day processed" rows alone, which every saved day has.
 
-    A version whose latest day is followed by days of silver (`source`, a
+    A version whose latest day is followed by days of sparse silver (`source`, a
     `SilverSource`) that it never grouped starts empty, with a warning, as a new version
     does: resumed, it would take those days for silence (a registry change undone after
     a night: the night's readings were not the old version's)."""
@@ -150,8 +150,9 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
                 last[(p, v)] = max(d, last.get((p, v), d))
     for p in patterns:
         when = last.get((p.name, p.version))
-        missed = [] if when is None or (day - when).days < 2 else \
-            source.days_with_rows(when + dt.timedelta(days=1), day - dt.timedelta(days=1))
+        # (gap-free sources have no silence: group-day refuses the gap, `_continues`)
+        missed = [] if when is None or (day - when).days < 2 or source.silence() is None \
+            else source.days_with_rows(when + dt.timedelta(days=1), day - dt.timedelta(days=1))
         if missed:
             warnings.warn(
                 f"{p.name} (version {p.version}) was last grouped on {when}; {missed[0]}"
