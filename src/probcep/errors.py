@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import importlib
 import re
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,6 +35,16 @@ class ProbcepError(Exception):
 class ProbcepWarning(UserWarning):
     """Something a user should hear of that stops nothing; the command prints it as
     one line (`probcep STEP: warning: ...`)."""
+
+
+def warn(message: str, stacklevel: int = 2) -> None:
+    """Warn with a ProbcepWarning. Importing GX's validator routes every warning to the
+    `py.warnings` logger (`logging.captureWarnings(True)`), which no step shows: a night
+    said nothing of what `group-day` alone printed (QA). That is undone first."""
+    import logging
+
+    logging.captureWarnings(False)
+    warnings.warn(message, ProbcepWarning, stacklevel=stacklevel + 1)
 
 
 class InputError(ProbcepError, ValueError):

@@ -965,3 +965,25 @@ def test_sigterm_before_the_step_says_so_and_after_it_changes_nothing(tmp_path):
                            capture_output=True, text=True, timeout=120)
     assert (after.returncode, after.stderr) == (0, "")
     assert after.stdout.count("\n") == 3
+
+
+def test_a_warning_after_gx_routed_warnings_to_logging_is_still_a_line(capsys, monkeypatch,
+                                                                        tmp_path):
+    """GX's validator modules call `logging.captureWarnings(True)` when imported, after
+    which no ProbcepWarning of a night reached its output (QA, 2026-11-27)."""
+    import logging
+
+    from probcep.cli import steps
+    from probcep.errors import warn
+
+    def step(args):
+        logging.captureWarnings(True)  # as importing great_expectations' validator does
+        warn("a version passed over its missed days")
+
+    monkeypatch.setattr(steps, "vacuum", step)
+    try:
+        code, _, err = cli(capsys, "vacuum", "--lake", tmp_path)
+    finally:
+        logging.captureWarnings(False)
+    assert code == 0
+    assert err == "probcep vacuum: warning: a version passed over its missed days\n"

@@ -8,7 +8,7 @@ import datetime as dt
 
 import pyarrow as pa
 
-from probcep.lake.tables import CORRELATIONS, STATES
+from probcep.lake.tables import APPROX_HISTORY, CORRELATIONS, STATES
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.group_day import PROCESSED
 from probcep.pipeline.rerun import unregistered
@@ -40,6 +40,10 @@ def test_a_rerun_names_the_entries_the_registry_dropped(tmp_path):
     row = {"correlation": "old_revisit", "correlation_version": "v", "batch_date": DAY}
     CORRELATIONS.replace_day(lake, DAY, pa.Table.from_pylist([row], CORRELATIONS.schema),
                              {"run_id": "r"}, correlation=["old_revisit"])
-    assert unregistered(ctx, DAY) == ["door_twice", "hallway_pass",
+    history = {"pattern": "old_approx", "pattern_version": "v", "batch_date": DAY}
+    APPROX_HISTORY.replace_day(lake, DAY, pa.Table.from_pylist([history],
+                                                              APPROX_HISTORY.schema),
+                               {"run_id": "r"}, pattern=["old_approx"])
+    assert unregistered(ctx, DAY) == ["door_twice", "hallway_pass", "old_approx",
                                       "correlation old_revisit"]
     assert unregistered(ctx, DAY + dt.timedelta(days=1)) == ["door_twice"]

@@ -27,12 +27,11 @@ import math
 import os
 import re
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from probcep.errors import ProbcepError, ProbcepWarning, writing
+from probcep.errors import ProbcepError, warn, writing
 from probcep.lake.access import check_writable
 from probcep.lake.tables import (
     CATALOG,
@@ -101,8 +100,7 @@ def vacuum_lake(lake: Path, retain_hours: int | None = None, dry_run: bool = Fal
         if not path.is_dir():
             continue
         if not (path / "_delta_log").is_dir():
-            warnings.warn(f"{path}: a folder without a Delta log, not a table: left as it is",
-                          ProbcepWarning, stacklevel=2)
+            warn(f"{path}: a folder without a Delta log, not a table: left as it is")
             continue
         try:
             found.append((table, DeltaTable(str(path))))
@@ -227,10 +225,10 @@ def _warn_short(retain_hours: int | None, found: list) -> None:
     longer = sorted({retention_hours(d) for _, d in found if retention_hours(d) > retain_hours})
     if longer:
         own = ", ".join(f"{h:g} h" for h in longer)
-        warnings.warn(f"a retention of {retain_hours:g} h is under the tables' own ({own}: "
-                      f"delta.deletedFileRetentionDuration, else Delta's week): a reader of "
-                      f"a version older than that (time travel, a step that pinned it and "
-                      f"still runs) will miss its files", ProbcepWarning, stacklevel=3)
+        warn(f"a retention of {retain_hours:g} h is under the tables' own ({own}: "
+             f"delta.deletedFileRetentionDuration, else Delta's week): a reader of a "
+             f"version older than that (time travel, a step that pinned it and still "
+             f"runs) will miss its files", stacklevel=3)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -12,7 +12,6 @@ before they are committed; approximate patterns run after the exact ones (`appro
 from __future__ import annotations
 
 import datetime as dt
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ import pyarrow.compute as pc
 
 from probcep.config.clock import Clock
 from probcep.config.registry import RegisteredPattern
-from probcep.errors import InputError, ProbcepError, ProbcepWarning
+from probcep.errors import InputError, ProbcepError, warn
 from probcep.lake.delta import staging_folder
 from probcep.lake.tables import GROUPS, STATES
 from probcep.pipeline.context import RunContext, pattern_versions
@@ -154,12 +153,12 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
         missed = [] if when is None or (day - when).days < 2 or source.silence() is None \
             else source.days_with_rows(when + dt.timedelta(days=1), day - dt.timedelta(days=1))
         if missed:
-            warnings.warn(
+            warn(
                 f"{p.name} (version {p.version}) was last grouped on {when}; {missed[0]}"
                 + (f" and {len(missed) - 1} more days hold" if len(missed) > 1 else " holds")
                 + f" readings it never grouped, so it starts from an empty state on "
                 f"{day}, as a new version does (`probcep rerun --from {missed[0]} --to "
-                f"{day}` groups them under it)", ProbcepWarning, stacklevel=2)
+                f"{day}` groups them under it)")
         elif when is not None:
             yield from STATES.scan(
                 lake, [("batch_date", "=", when)], (pc.field("pattern") == p.name)

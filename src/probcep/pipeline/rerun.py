@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 
 from probcep.config.registry import load_registry
-from probcep.lake.tables import CORRELATIONS, GROUPS, STATES, same_rows
+from probcep.lake.tables import APPROX_HISTORY, CORRELATIONS, GROUPS, STATES, same_rows
 from probcep.pipeline.approx_day import approx_day
 from probcep.pipeline.context import LakeSilver, RunContext
 from probcep.pipeline.correlate_day import correlate_day
@@ -57,7 +57,7 @@ def processed_days(ctx: RunContext, since: dt.date) -> list[dt.date]:
 
 
 def unregistered(ctx: RunContext, since: dt.date) -> list[str]:
-    """Exact patterns and correlations with rows on `since` or later that the registry
+    """Patterns and correlations with rows on `since` or later that the registry
     no longer names (removed, or renamed): a rerun leaves those rows as they were."""
     from probcep.config.correlations import load_correlations
 
@@ -69,6 +69,8 @@ def unregistered(ctx: RunContext, since: dt.date) -> list[str]:
     found = set(STATES.read(ctx.lake, [("batch_date", ">=", since),
                                        ("stream_id", "=", PROCESSED)],
                             columns=["pattern"])["pattern"].to_pylist())
+    found |= set(APPROX_HISTORY.read(ctx.lake, [("batch_date", ">=", since)],
+                                     columns=["pattern"])["pattern"].to_pylist())
     named = set(CORRELATIONS.read(ctx.lake, [("batch_date", ">=", since)],
                                   columns=["correlation"])["correlation"].to_pylist())
     return sorted(found - set(patterns)) + [f"correlation {c}" for c in
