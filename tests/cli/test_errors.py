@@ -12,11 +12,13 @@ import datetime as dt
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -948,6 +950,40 @@ from probcep import cli
 atexit.register(os.kill, os.getpid(), signal.SIGTERM)  # while the process shuts down
 cli.entry(["group", sys.argv[1], "--pattern", "a", "--policy", "single"])
 """
+
+
+SIGTERM_IN_IMPORT = """
+import os, signal, sys
+state = {"numpy": False, "sent": False}
+
+def hook(event, args):  # SIGTERM while numpy's C extension imports datetime
+    if event == "import" and not state["sent"]:
+        if args[0].endswith("_multiarray_umath"):
+            state["numpy"] = True
+        elif state["numpy"] and args[0] == "datetime":
+            state["sent"] = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+sys.addaudithook(hook)
+from probcep import cli
+
+cli.entry(["group", sys.argv[1], "--pattern", "a b+ c", "--policy", "complete"])
+"""
+
+
+def test_a_sigterm_during_an_import_unwinds_once_the_import_is_done(tmp_path):
+    """Raised inside numpy's C extension it became an ImportError: exit 1 and 63 lines
+    blaming the numpy install; inside the import machinery it could leave a module lock
+    taken, and the step then hung with its locks (QA, 2026-11-27)."""
+    path = tmp_path / "big.csv"  # seconds of reading: the signal comes again meanwhile
+    rows = 1_000_000
+    pd.DataFrame({"stream_id": "s", "t": np.arange(rows), "a": 0.2, "b": 0.5,
+                  "c": 0.3}).to_csv(path, index=False)
+    done = subprocess.run([sys.executable, "-c", SIGTERM_IN_IMPORT, str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 143, done.stderr
+    assert re.fullmatch(r"probcep( group)?: error: stopped by SIGTERM \(its locks and "
+                        r"staged files are released: the step can run again\)\n", done.stderr)
 
 
 def test_sigterm_before_the_step_says_so_and_after_it_changes_nothing(tmp_path):

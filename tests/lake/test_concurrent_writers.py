@@ -333,20 +333,38 @@ def test_a_lock_of_a_reused_pid_is_taken_over_one_of_another_host_is_not(tmp_pat
             pass
 
 
-@pytest.mark.parametrize("age", [0, 120])
-def test_a_lock_path_that_is_no_file_is_refused_at_once_in_one_line(tmp_path, age):
+@pytest.mark.parametrize("kind,age", [("dir", 0), ("dir", 120), ("fifo", 120),
+                                      ("link", 120)])
+def test_a_lock_path_that_is_no_file_is_refused_at_once_in_one_line(tmp_path, kind, age):
     """A directory there, older than a stale lock's age, was removed with `unlink`: a
-    traceback (IsADirectoryError), exit 1; a young one was waited for as a run (QA)."""
+    traceback (IsADirectoryError), exit 1; a young one was waited for as a run; a FIFO
+    blocked the release's read for good (QA)."""
     path = _lock_file(tmp_path)
-    path.mkdir(parents=True)
-    os.utime(path, (time.time() - age, time.time() - age))
+    path.parent.mkdir(parents=True)
+    {"dir": path.mkdir, "fifo": lambda: os.mkfifo(path),
+     "link": lambda: path.symlink_to(tmp_path / "elsewhere")}[kind]()
+    if kind != "link":
+        os.utime(path, (time.time() - age, time.time() - age))
     started = time.monotonic()
     with pytest.raises(ProbcepError, match=f"^{path} is in the way of the lock on "
                        f"gold/groups for {DAY} \\(pattern=room_visit\\): a lock is a file "
                        r"and this is not one \(remove it\)$"):
         with locks.slice_lock(tmp_path, [GROUPS], DAY, {"pattern": ["room_visit"]}, wait=60):
             pass
-    assert time.monotonic() - started < 30 and path.is_dir()
+    assert time.monotonic() - started < 30 and os.path.lexists(path)
+
+
+def test_a_file_where_a_locks_folder_goes_is_refused_in_one_line(tmp_path):
+    """It gave a NotADirectoryError traceback (QA, 2026-11-27)."""
+    folder = _lock_file(tmp_path).parent
+    folder.parent.mkdir(parents=True)
+    folder.write_text("not a folder")
+    with pytest.raises(ProbcepError, match=f"^{folder} is in the way of the lock on "
+                       f"gold/groups for {DAY} \\(pattern=room_visit\\): a file or part of "
+                       r"its path is no folder \(remove it\)$"):
+        with locks.slice_lock(tmp_path, [GROUPS], DAY, {"pattern": ["room_visit"]}, wait=0):
+            pass
+    assert folder.read_text() == "not a folder"
 
 
 def test_a_lock_is_reentrant_in_its_thread_and_held_against_others(tmp_path):

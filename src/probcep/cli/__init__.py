@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -113,6 +114,19 @@ def _stopped(command: str) -> int:
     return 128 + signal.SIGTERM
 
 
+#: How soon a SIGTERM that came during an import is delivered again.
+IMPORT_RETRY_SECONDS = 0.05
+
+
+def _importing(frame) -> bool:
+    """Whether the main thread is inside Python's import machinery."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class Terminated(BaseException):
     """SIGTERM, raised where the main thread is, so that every `finally` runs: by default
     the signal ends the process at once, leaving a step's slice locks to a lock holder
@@ -127,6 +141,12 @@ def _sigterm_unwinds():
         return
 
     def stop(signum, frame):
+        if _importing(frame):  # raised there, it can leave a module's import lock taken
+            # (QA: the main thread and GX's import thread then waited on each other for
+            # good) or become an ImportError (numpy's C extension): delivered again soon
+            threading.Timer(IMPORT_RETRY_SECONDS, os.kill,
+                            (os.getpid(), signal.SIGTERM)).start()
+            return
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the
         raise Terminated                                # clean-up short (SIGKILL still can)
 

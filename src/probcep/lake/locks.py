@@ -20,6 +20,7 @@ their names, so that a run clears only the leftovers of runs that are provably d
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import itertools
@@ -225,7 +226,12 @@ def _acquire(path: Path, what: str, deadline: float, wait: float, token: str) ->
     delay, announced = 0.05, False
     try:
         while True:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):  # a file where a folder goes
+                raise ProbcepError(f"{path.parent} is in the way of the lock on {what}: "
+                                   f"a file or part of its path is no folder (remove "
+                                   f"it)") from None
             try:
                 if not draft.exists():
                     with open(draft, "w") as f:
@@ -242,18 +248,17 @@ def _acquire(path: Path, what: str, deadline: float, wait: float, token: str) ->
             if _wait_for(path, what, deadline, wait, delay, announced):
                 delay, announced = min(delay * 2, 1.0), True
     finally:
-        draft.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            draft.unlink()
 
 
 def _wait_for(path: Path, what: str, deadline: float, wait: float, delay: float,
               announced: bool) -> bool:
     """One wait for the lock another run holds (taken over at once if that run is dead:
     False, no wait); ConcurrentWriteError past the deadline."""
-    try:
-        kind = os.lstat(path).st_mode
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return False  # released meanwhile
-    if not stat.S_ISREG(kind):  # no run makes one: never waited for nor removed
+    if not _is_file(path):  # no run makes one: never waited for nor removed
         raise ProbcepError(f"{path} is in the way of the lock on {what}: a lock is a "
                            f"file and this is not one (remove it)")
     held = _read(str(path))
@@ -304,13 +309,21 @@ def _take_over(path: Path, held: str) -> None:
 
 
 def _release(path: Path, token: str) -> None:
-    held = _read(str(path))
+    held = _read(str(path)) if _is_file(path) else ""  # a FIFO there would block a read
     if f'"token": "{token}"' in held:
         path.unlink(missing_ok=True)
     try:
         path.parent.rmdir()  # the day's folder, once no lock is left in it
     except OSError:
         pass
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file (not a link, directory, FIFO or socket) is at `path`."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _describe(held: str) -> str:
