@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import signal
 import sys
 import threading
@@ -143,15 +142,18 @@ def _sigterm_unwinds():
     def stop(signum, frame):
         if _importing(frame):  # raised there, it can leave a module's import lock taken
             # (QA: the main thread and GX's import thread then waited on each other for
-            # good) or become an ImportError (numpy's C extension): delivered again soon
-            threading.Timer(IMPORT_RETRY_SECONDS, os.kill,
-                            (os.getpid(), signal.SIGTERM)).start()
+            # good) or become an ImportError (numpy's C extension): taken again soon, by
+            # an alarm (a thread started here could wait on a lock the import holds)
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_SECONDS)
             return
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the
         raise Terminated                                # clean-up short (SIGKILL still can)
 
     before = signal.signal(signal.SIGTERM, stop)
+    alarm = signal.signal(signal.SIGALRM, stop)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, alarm)
         signal.signal(signal.SIGTERM, before)
