@@ -17,6 +17,7 @@ import importlib
 import signal
 import sys
 import threading
+import time
 import warnings
 from contextlib import contextmanager
 from typing import NoReturn
@@ -108,13 +109,19 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _stopped(command: str) -> int:
+    signal.setitimer(signal.ITIMER_REAL, 0)  # unwound: no more `Terminated`
     print(f"{command}: error: stopped by SIGTERM (its locks and staged files are released: "
           "the step can run again)", file=sys.stderr)
     return 128 + signal.SIGTERM
 
 
-#: How soon a SIGTERM that came during an import is delivered again.
+#: How soon a SIGTERM that came during an import is taken again, and for how long after
+#: the signal an import may put it off.
 IMPORT_RETRY_SECONDS = 0.05
+IMPORT_PATIENCE_SECONDS = 3.0
+#: How long after `Terminated` was raised it is raised again unless the command has ended
+#: (longer than any clean-up a `finally` does on the way out).
+RAISE_AGAIN_SECONDS = 5.0
 
 
 def _importing(frame) -> bool:
@@ -139,15 +146,24 @@ def _sigterm_unwinds():
         yield  # only the main thread can take signals
         return
 
+    first = []  # when the first SIGTERM came
+
     def stop(signum, frame):
-        if _importing(frame):  # raised there, it can leave a module's import lock taken
-            # (QA: the main thread and GX's import thread then waited on each other for
-            # good) or become an ImportError (numpy's C extension): taken again soon, by
-            # an alarm (a thread started here could wait on a lock the import holds)
+        first[:] = first or [time.monotonic()]
+        if _importing(frame) and time.monotonic() - first[0] < IMPORT_PATIENCE_SECONDS:
+            # raised inside the import machinery it can leave a module's import lock
+            # taken, or become an ImportError (numpy's C extension): taken again soon, by
+            # an alarm (a thread started here could wait on a lock the import holds); a
+            # main thread blocked in an import for longer is interrupted there all the same
             signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_SECONDS)
             return
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the
-        raise Terminated                                # clean-up short (SIGKILL still can)
+        # clean-up short (SIGKILL still can); but a library that swallows the exception
+        # (a bare `except:`, a `__del__` it came in) leaves the command going on with
+        # SIGTERM ignored (QA: a step hung, holding its locks): it comes again, until
+        # the command has ended
+        signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
+        raise Terminated
 
     before = signal.signal(signal.SIGTERM, stop)
     alarm = signal.signal(signal.SIGALRM, stop)
