@@ -1023,3 +1023,32 @@ def test_a_warning_after_gx_routed_warnings_to_logging_is_still_a_line(capsys, m
         logging.captureWarnings(False)
     assert code == 0
     assert err == "probcep vacuum: warning: a version passed over its missed days\n"
+
+
+SIGTERM_SWALLOWED = """
+import sys, time
+from probcep.cli import entry, steps
+
+def careless(args):  # a library's bare `except:` swallows the first Terminated
+    print("started", flush=True)
+    try:
+        time.sleep(60)
+    except BaseException:
+        pass
+    time.sleep(60)
+
+steps.vacuum = careless
+entry(["vacuum", "--lake", sys.argv[1]])
+"""
+
+
+def test_a_swallowed_sigterm_comes_again_until_the_command_ends(tmp_path):
+    """The step went on with SIGTERM ignored, and hung holding its locks (QA, 2026-11-27)."""
+    step = subprocess.Popen([sys.executable, "-c", SIGTERM_SWALLOWED, str(tmp_path / "lake")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert step.stdout.readline() == "started\n"
+    step.send_signal(signal.SIGTERM)
+    out, err = step.communicate(timeout=40)
+    assert step.returncode == 143, err
+    assert err.endswith("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
+                        "are released: the step can run again)\n")
