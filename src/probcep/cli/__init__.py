@@ -55,15 +55,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code. SIGTERM unwinds it from the parser on."""
     argv = sys.argv[1:] if argv is None else argv
+    command = "probcep"  # until the parser knows the step
     with _sigterm_unwinds():
         try:
             parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
             args = parser.parse_args(argv)
+            command = f"probcep {args.command}"
+            with warnings.catch_warnings():  # restores the hook below when the command ends
+                warnings.showwarning = _one_line(args.command, warnings.showwarning)
+                return _run(args)
         except Terminated:
-            return _stopped("probcep")
-        with warnings.catch_warnings():  # restores the hook below when the command ends
-            warnings.showwarning = _one_line(args.command, warnings.showwarning)
-            return _run(args)
+            return _stopped(command)
 
 
 def entry(argv: list[str] | None = None) -> NoReturn:
@@ -97,8 +99,6 @@ def _run(args: argparse.Namespace) -> int:
                     option, name) != ("save_state", "resume_from")])
         with writing(getattr(args, "output", None)), from_executors():
             return int(args.handler(args) or 0)
-    except Terminated:
-        return _stopped(f"probcep {args.command}")
     except ProbcepError as exc:
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
         return 2
