@@ -43,7 +43,7 @@ class SilverSource(Protocol):
 
     def days_with_rows(self, first: dt.date, last: dt.date) -> list[dt.date]:
         """The days of first..last whose silver holds rows, in order (a day of silence
-        has none)."""
+        has none; none when last < first). Asked only of sources with `silence`."""
 
     def version(self) -> int | None:
         """The Delta version of silver read (None when silver is not a Delta table)."""
@@ -93,10 +93,6 @@ class DistributionFiles:
         if not path.exists():
             raise ProbcepError(f"no distributions for {day}: {path} does not exist")
         return [str(path)]
-
-    def days_with_rows(self, first: dt.date, last: dt.date) -> list[dt.date]:
-        days = (first + dt.timedelta(n) for n in range((last - first).days + 1))
-        return [d for d in days if self.path(d).exists()]
 
     def version(self) -> int | None:
         return None

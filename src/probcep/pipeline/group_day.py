@@ -149,9 +149,11 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
                 last[(p, v)] = max(d, last.get((p, v), d))
     for p in patterns:
         when = last.get((p.name, p.version))
-        # (gap-free sources have no silence: group-day refuses the gap, `_continues`)
-        missed = [] if when is None or (day - when).days < 2 or source.silence() is None \
-            else source.days_with_rows(when + dt.timedelta(days=1), day - dt.timedelta(days=1))
+        missed = []
+        if when is not None and source.silence() is not None:  # gap-free sources have no
+            # silence to take the days for: group-day refuses the gap (`_continues`)
+            missed = source.days_with_rows(when + dt.timedelta(days=1),
+                                           day - dt.timedelta(days=1))
         if missed:
             warn(
                 f"{p.name} (version {p.version}) was last grouped on {when}; {missed[0]}"
