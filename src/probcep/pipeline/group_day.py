@@ -150,10 +150,11 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
     for p in patterns:
         when = last.get((p.name, p.version))
         missed = []
-        if when is not None and source.silence() is not None:  # gap-free sources have no
-            # silence to take the days for: group-day refuses the gap (`_continues`)
-            missed = source.days_with_rows(when + dt.timedelta(days=1),
-                                           day - dt.timedelta(days=1))
+        yesterday = day - dt.timedelta(days=1)
+        if when is not None and when < yesterday and source.silence() is not None:
+            # gap-free sources have no silence to take the days for: group-day refuses
+            # the gap (`_continues`); a version grouped yesterday reads no silver log
+            missed = source.days_with_rows(when + dt.timedelta(days=1), yesterday)
         if missed:
             warn(
                 f"{p.name} (version {p.version}) was last grouped on {when}; {missed[0]}"
