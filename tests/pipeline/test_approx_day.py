@@ -99,3 +99,37 @@ def test_a_partition_cut_into_any_batches_gives_each_streams_rows(lengths, cuts,
         if parts else whole.iloc[:0]
     pd.testing.assert_frame_equal(got.reset_index(drop=True), whole.reset_index(drop=True),
                                   check_dtype=False)
+
+
+def approx_rows(lake):
+    """Every approximate table's rows, run ids left out, in a comparable order."""
+    out = {}
+    for table in (APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY):
+        frame = table.read(lake).to_pandas().drop(columns=["run_id"])
+        out[table.name] = sorted(map(repr, frame.itertuples(index=False)))
+    return out
+
+
+def test_a_rerun_of_the_first_day_carries_a_changed_entry_through_later_days(spark, tmp_path):
+    """QA: `rerun --from D --to D` after an entry's budget changed recomputed D alone; the
+    later days kept the old version's rows, and their histories, though each day starts
+    from the history of the day before. A rerun walks them, as for exact patterns, and
+    gives the lake a fresh run of the final registry makes; run again, it commits nothing."""
+    from probcep.pipeline.rerun import rerun_days
+
+    old, new = (parse_entry("visit_k1", {"pattern": "Door Room Door", "max_errors": 1,
+                                         "window": 6, "budget": b}, DOMAIN) for b in (1.0, 2.0))
+    days = [dt.date(2026, 3, 1) + dt.timedelta(k) for k in range(3)]
+    frames = dict(zip(days, (silver_day(k) for k in range(3))))
+    source = FrameSilver(frames.__getitem__, tmp_path / "silver")
+    for day in days:
+        approx.approx_day(context(tmp_path / "lake", source, f"night-{day}", [old]), day)
+        approx.approx_day(context(tmp_path / "fresh", source, f"night-{day}", [new]), day)
+    assert approx_rows(tmp_path / "lake") != approx_rows(tmp_path / "fresh")
+    rerun_days(context(tmp_path / "lake", source, "rerun-1", [new]), days[0], days[0])
+    assert approx_rows(tmp_path / "lake") == approx_rows(tmp_path / "fresh")
+    versions = {t.name: t.version(tmp_path / "lake") for t in (APPROX_MATCHES, APPROX_BUNDLES,
+                                                               APPROX_HISTORY)}
+    rerun_days(context(tmp_path / "lake", source, "rerun-2", [new]), days[0], days[0])
+    assert versions == {t.name: t.version(tmp_path / "lake") for t in (
+        APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY)}

@@ -127,14 +127,17 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
     """Match a day of silver for the run's approximate patterns; write matches, bundles
     and histories. The events are silver's rows: a timestep with no reading is no event
     (skip-till-any-match would skip it anyway). A day of silence has no matches and
-    leaves the histories as they were."""
+    leaves the histories as they were. Returns the counts, whether any row changed, and
+    whether the day was silent."""
     lake_root, entries, run_id = ctx.lake, ctx.approximate, ctx.run_id
     domain = tuple(ctx.domain)
     files = ctx.source.files(day)
+    meta = ctx.commit_meta(batch_date=day.isoformat(),
+                           pattern_versions=pattern_versions(entries))
     if not files:
-        _write(ctx, day, APPROX_MATCHES.schema.empty_table(),
-               APPROX_BUNDLES.schema.empty_table())
-        return {"matches": 0, "bundles": 0}
+        changed = _write(ctx, day, APPROX_MATCHES.schema.empty_table(),
+                         APPROX_BUNDLES.schema.empty_table(), meta)
+        return {"matches": 0, "bundles": 0, "changed": changed, "silent": True}
     spark = ctx.spark
     silver = spark.read.parquet(*map(literal, files)).select(
         "stream_id", "t", *[f"`{d}`" for d in domain])
@@ -145,7 +148,7 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
                                           domain=domain, histories=histories), _OUT)
            .toArrow())
     matches, bundles = _split(out, day, run_id)
-    meta = _write(ctx, day, matches, bundles)
+    changed = _write(ctx, day, matches, bundles, meta)
     names = [e.name for e in entries]
     learned = _learn(events, entries, domain, histories, train_streams)
     h_rows = pa.table({
@@ -153,20 +156,18 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
         "batch_date": pa.array([day] * len(entries), pa.date32()),
         "history": [learned[n] for n in names], "run_id": [run_id] * len(entries),
     }).cast(APPROX_HISTORY.schema)
-    APPROX_HISTORY.replace_day(lake_root, day, h_rows, meta, pattern=names)
-    return {"matches": matches.num_rows, "bundles": bundles.num_rows}
+    changed |= APPROX_HISTORY.replace_day(lake_root, day, h_rows, meta, pattern=names)
+    return {"matches": matches.num_rows, "bundles": bundles.num_rows, "changed": changed,
+            "silent": False}
 
 
-def _write(ctx: RunContext, day: dt.date, matches: pa.Table, bundles: pa.Table) -> dict:
-    """Replace the day's matches and bundles of the run's approximate patterns; returns
-    the commits' metadata."""
-    entries = ctx.approximate
-    names = [e.name for e in entries]
-    meta = ctx.commit_meta(batch_date=day.isoformat(),
-                           pattern_versions=pattern_versions(entries))
-    APPROX_MATCHES.replace_day(ctx.lake, day, matches, meta, pattern=names)
-    APPROX_BUNDLES.replace_day(ctx.lake, day, bundles, meta, pattern=names)
-    return meta
+def _write(ctx: RunContext, day: dt.date, matches: pa.Table, bundles: pa.Table,
+           meta: dict) -> bool:
+    """Replace the day's matches and bundles of the run's approximate patterns; whether
+    either changed."""
+    names = [e.name for e in ctx.approximate]
+    changed = APPROX_MATCHES.replace_day(ctx.lake, day, matches, meta, pattern=names)
+    return APPROX_BUNDLES.replace_day(ctx.lake, day, bundles, meta, pattern=names) or changed
 
 
 def _learn(events, entries, domain, histories, train_streams: int) -> dict[str, bytes]:

@@ -9,9 +9,11 @@ day would come out the same. A rerun of unchanged data changes no gold rows. Tha
 needs the stored states of later days to be those of the data before the fix: a rerun
 that died on its walk left the new states of some days and the old ones after them, so a
 rerun leaves a mark in `_reruns/` until it ends, and while an earlier rerun's mark is
-there, the walk does not stop early (it recomputes every later processed day). Correlations
-are recomputed for the regrouped days and for the later nights whose archive range
-reaches into the fixed days (`correlation_days`), with their alert changes.
+there, the walk does not stop early (it recomputes every later processed day).
+Approximate entries walk the same way, since each day starts from the history the day
+before learned (`_rerun_approx`). Correlations are recomputed for the regrouped days and
+for the later nights whose archive range reaches into the fixed days
+(`correlation_days`), with their alert changes.
 """
 
 from __future__ import annotations
@@ -154,12 +156,29 @@ def _rerun(ctx: RunContext, fixed: list[dt.date], last: dt.date,
                 break
             states = new_states.filter(pc.not_equal(new_states["stream_id"], PROCESSED))
     if ctx.approximate:
-        for day in fixed:
-            approx_day(ctx, day)
+        _rerun_approx(ctx, fixed, [d.day for d in done], last, stop_early)
     for day in correlation_days(ctx, [d.day for d in done] + fixed, last):
         for report in correlate_day(ctx, day):
             ctx.echo(report.line())
     return done
+
+
+def _rerun_approx(ctx: RunContext, fixed: list[dt.date], regrouped: list[dt.date],
+                  last: dt.date, stop_early: bool) -> None:
+    """Approximate entries walk as exact patterns do: each day starts from the history
+    the day before it learned, so a fixed day (or a new version) reaches every later day
+    the entries matched, up to the first one after the fixed range whose rows and history
+    come out as stored (a silent day learns nothing, so it cannot end the walk)."""
+    names = [e.name for e in ctx.approximate]
+    matched = APPROX_HISTORY.read(ctx.lake, [("batch_date", ">=", fixed[0]),
+                                             ("pattern", "in", names)],
+                                  columns=["batch_date"])["batch_date"].to_pylist()
+    for day in sorted(set(fixed) | set(regrouped) | set(matched)):
+        found = approx_day(ctx, day)
+        ctx.echo(f"{day}: approximate entries recomputed, {found['matches']} matches, "
+                 f"rows {'replaced' if found['changed'] else 'unchanged'}")
+        if stop_early and day > last and not found["changed"] and not found["silent"]:
+            break
 
 
 def correlation_days(ctx: RunContext, regrouped: list[dt.date], last: dt.date) -> list[dt.date]:
