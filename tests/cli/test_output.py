@@ -180,3 +180,26 @@ def test_an_earlier_file_is_moved_aside_not_renamed_over(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "rename", real)
     write_text(["new\n"], tmp_path / "new.jsonl")  # nothing to move aside
     assert (tmp_path / "new.jsonl").read_text() == "new\n"
+
+
+@pytest.mark.parametrize("after", [1, 2])
+def test_a_sigterm_right_after_either_rename_leaves_the_earlier_file(tmp_path, monkeypatch,
+                                                                     after):
+    """A SIGTERM is raised between any two bytecodes: one right after the earlier file
+    was renamed aside left no OUTPUT at all, the earlier one hidden as `.NAME.PID.old`
+    (QA, 2026-11-27)."""
+    out = tmp_path / "groups.jsonl"
+    out.write_text("before\n")
+    real, calls = os.rename, []
+
+    def rename(src, dst):
+        real(src, dst)
+        calls.append(src)
+        if len(calls) == after:
+            raise KeyboardInterrupt  # a BaseException, as `Terminated` is
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(KeyboardInterrupt):
+        write_text(["after\n"], out)
+    assert out.read_text() == "before\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.jsonl"]

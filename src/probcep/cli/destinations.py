@@ -70,20 +70,24 @@ def _move_into_place(done: Path, output: Path) -> None:
     truncated files after a crash): 9.5 ms for 21 MiB here, a seventh of `probcep
     group`'s time on a million timesteps (docs/performance.md §1). Nothing here is
     synced, so power-loss durability is not promised either way; between the two
-    renames (two system calls) `output` does not exist."""
-    aside = done.with_suffix(".old")  # .NAME.PID.old
+    renames (two system calls) `output` does not exist.
+
+    An exception anywhere here (a SIGTERM is raised between any two bytecodes, even
+    right after the first rename) puts the earlier `output` back: whether it was moved
+    aside is read from the file system, not from a variable the exception can beat."""
+    aside = done.with_suffix(".old")  # .NAME.PID.old: only this process makes it
+    aside.unlink(missing_ok=True)
     try:
-        os.rename(output, aside)
-    except FileNotFoundError:
-        aside = None
-    try:
+        try:
+            os.rename(output, aside)
+        except FileNotFoundError:
+            pass
         os.rename(done, output)
+        aside.unlink(missing_ok=True)
     except BaseException:
-        if aside is not None:
+        if aside.exists():
             os.rename(aside, output)
         raise
-    if aside is not None:
-        aside.unlink(missing_ok=True)
 
 
 def stdout_closed() -> bool:
