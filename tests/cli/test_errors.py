@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from probcep.cli import main
+from probcep.cli import RAISE_AGAIN_SECONDS, main
 from probcep.config import settings
 from probcep.errors import DiskFullError, writing
 from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUPS, UTC_MICROS
@@ -982,8 +983,8 @@ def test_a_sigterm_during_an_import_unwinds_once_the_import_is_done(tmp_path):
     done = subprocess.run([sys.executable, "-c", SIGTERM_IN_IMPORT, str(path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 143, done.stderr
-    assert re.fullmatch(r"probcep( group)?: error: stopped by SIGTERM \(its locks and "
-                        r"staged files are released: the step can run again\)\n", done.stderr)
+    assert re.fullmatch(r"probcep( group)?: error: stopped by SIGTERM \(no output file is "
+                        r"left half-written: it can run again\)\n", done.stderr)
 
 
 def test_sigterm_before_the_step_says_so_and_after_it_changes_nothing(tmp_path):
@@ -992,9 +993,8 @@ def test_sigterm_before_the_step_says_so_and_after_it_changes_nothing(tmp_path):
     before = subprocess.run([sys.executable, "-c", SIGTERM_BEFORE, str(tmp_path / "lake")],
                             capture_output=True, text=True, timeout=120)
     assert before.returncode == 143
-    assert before.stderr.splitlines() == ["probcep: error: stopped by SIGTERM (its locks and "
-                                          "staged files are released: the step can run "
-                                          "again)"]
+    assert before.stderr.splitlines() == ["probcep: error: stopped by SIGTERM (no output "
+                                          "file is left half-written: it can run again)"]
     path = tmp_path / "s.csv"
     STREAMS.to_csv(path, index=False)
     after = subprocess.run([sys.executable, "-c", SIGTERM_AFTER, str(path)],
@@ -1052,3 +1052,38 @@ def test_a_swallowed_sigterm_comes_again_until_the_command_ends(tmp_path):
     assert step.returncode == 143, err
     assert err.endswith("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
                         "are released: the step can run again)\n")
+
+
+SIGTERM_UNRAISABLE = """
+import os, signal, sys, time
+from probcep.cli import entry, steps
+
+class Closing:
+    def __del__(self):  # Python prints and drops what is raised here, as in an at-fork hook
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1_000_000):
+            pass
+
+def step(args):
+    print("started", flush=True)
+    Closing()
+    time.sleep(60)
+
+steps.vacuum = step
+entry(["vacuum", "--lake", sys.argv[1]])
+"""
+
+
+def test_a_sigterm_raised_where_python_drops_exceptions_ends_the_command_at_once(tmp_path):
+    """Raised in `logging`'s at-fork hook as Spark started its JVM, `Terminated` was
+    printed as "Exception ignored" with a traceback, and the step ran on for 5 s more
+    (QA, 2026-11-27)."""
+    step = subprocess.Popen([sys.executable, "-c", SIGTERM_UNRAISABLE, str(tmp_path / "lake")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert step.stdout.readline() == "started\n"
+    began = time.monotonic()
+    out, err = step.communicate(timeout=40)
+    assert step.returncode == 143, err
+    assert err == ("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
+                   "are released: the step can run again)\n")
+    assert time.monotonic() - began < RAISE_AGAIN_SECONDS - 1

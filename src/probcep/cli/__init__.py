@@ -55,17 +55,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code. SIGTERM unwinds it from the parser on."""
     argv = sys.argv[1:] if argv is None else argv
-    command = "probcep"  # until the parser knows the step
+    command, holds = "probcep", False  # until the parser knows the step
     with _sigterm_unwinds():
         try:
             parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
             args = parser.parse_args(argv)
             command = f"probcep {args.command}"
+            holds = getattr(args, "holds_locks", False)  # a lake step
             with warnings.catch_warnings():  # restores the hook below when the command ends
                 warnings.showwarning = _one_line(args.command, warnings.showwarning)
                 return _run(args)
         except Terminated:
-            return _stopped(command)
+            return _stopped(command, holds)
 
 
 def entry(argv: list[str] | None = None) -> NoReturn:
@@ -108,10 +109,13 @@ def _run(args: argparse.Namespace) -> int:
         return 0  # whoever read the output stopped (`| head`): nothing more to say
 
 
-def _stopped(command: str) -> int:
+def _stopped(command: str, holds: bool) -> int:
+    """The line of a command SIGTERM unwound; `holds`: a lake step, with locks and
+    staged files (the others leave no half-written output file)."""
     signal.setitimer(signal.ITIMER_REAL, 0)  # unwound: no more `Terminated`
-    print(f"{command}: error: stopped by SIGTERM (its locks and staged files are released: "
-          "the step can run again)", file=sys.stderr)
+    print(f"{command}: error: stopped by SIGTERM ("
+          + ("its locks and staged files are released: the step" if holds else
+             "no output file is left half-written: it") + " can run again)", file=sys.stderr)
     return 128 + signal.SIGTERM
 
 
@@ -165,11 +169,23 @@ def _sigterm_unwinds():
         signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
         raise Terminated
 
+    unraisable = sys.unraisablehook
+
+    def swallowed(what):
+        if isinstance(what.exc_value, Terminated):  # raised where Python prints and drops
+            # it (an at-fork hook of `logging` as Spark starts its JVM, a `__del__`): no
+            # traceback, and raised again at once rather than RAISE_AGAIN_SECONDS later
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_SECONDS)
+            return
+        unraisable(what)
+
     before = signal.signal(signal.SIGTERM, stop)
     alarm = signal.signal(signal.SIGALRM, stop)
+    sys.unraisablehook = swallowed
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.unraisablehook = unraisable
         signal.signal(signal.SIGALRM, alarm)
         signal.signal(signal.SIGTERM, before)

@@ -52,7 +52,7 @@ def _day(sub, name: str, text: str, handler, patterns: bool = True):
     # ingest names the landing folder a later day cannot have yet (`ingest`)
     p.add_argument("--date", type=written_day if name == "ingest" else begun_day, required=True)
     _options(p, patterns)
-    p.set_defaults(handler=handler)
+    p.set_defaults(handler=handler, holds_locks=True)
     return p
 
 
@@ -80,7 +80,7 @@ def register(sub) -> None:
     when.add_argument("--from", dest="first", type=begun_day)
     p.add_argument("--to", dest="last", type=begun_day)
     _options(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, holds_locks=True)
     r = sub.add_parser("rerun", help="recompute days after a data fix and report alert changes",
                        description="Recompute groups, states and alerts from --from on, "
                                    "stopping once the engine states agree again.")
@@ -88,7 +88,7 @@ def register(sub) -> None:
     r.add_argument("--to", dest="last", type=begun_day, required=True)
     r.add_argument("--reason", default="", help="why (kept in the commit metadata)")
     _options(r)
-    r.set_defaults(handler=rerun)
+    r.set_defaults(handler=rerun, holds_locks=True)
     m = sub.add_parser("vacuum", help="remove data files no recent table version needs "
                                       "(Delta VACUUM; no Spark)",
                        description="Delete the data files that replaced days left behind "
@@ -106,7 +106,7 @@ def register(sub) -> None:
     m.add_argument("--settings", type=Path,
                    help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
     m.add_argument("--lake", type=Path, help="lake root (default: the settings')")
-    m.set_defaults(handler=vacuum)
+    m.set_defaults(handler=vacuum, holds_locks=True)
     v = sub.add_parser("live", help="match readings as they land (Spark Structured Streaming)",
                        description="Live mode: a streaming query over the landing folder that "
                                    "appends bronze, normalizes complete timesteps, advances "
@@ -117,7 +117,7 @@ def register(sub) -> None:
     v.add_argument("--status", action="store_true",
                    help="print the latest micro-batches from state/live_status and exit")
     _options(v, patterns=False)
-    v.set_defaults(handler=live)
+    v.set_defaults(handler=live, holds_locks=True)
 
 
 def _writes(step: str):
