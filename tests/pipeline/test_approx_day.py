@@ -133,3 +133,14 @@ def test_a_rerun_of_the_first_day_carries_a_changed_entry_through_later_days(spa
     rerun_days(context(tmp_path / "lake", source, "rerun-2", [new]), days[0], days[0])
     assert versions == {t.name: t.version(tmp_path / "lake") for t in (
         APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY)}
+
+
+def test_the_most_likely_symbol_of_a_tie_is_the_first_in_the_domain(spark):
+    """docs/pipeline.md §8: ties are common in real rows (0.5 / 0.5), and decide matches."""
+    rows = pd.DataFrame({"stream_id": "s", "t": [0, 1, 2, 3],
+                         "Hallway": [0.5, 0.2, 1 / 3, 0.0], "Door": [0.5, 0.4, 1 / 3, 0.5],
+                         "Room": [0.0, 0.4, 1 / 3, 0.5]})
+    got = approx.most_likely_symbols(spark.createDataFrame(rows), DOMAIN).toPandas()
+    assert got.sort_values("t")["symbol"].tolist() == ["Hallway", "Door", "Hallway", "Door"]
+    flipped = approx.most_likely_symbols(spark.createDataFrame(rows), DOMAIN[::-1]).toPandas()
+    assert flipped.sort_values("t")["symbol"].tolist() == ["Door", "Room", "Room", "Room"]
