@@ -94,7 +94,8 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     earlier = unfinished_reruns(ctx.lake)
     for mark in earlier:
         ctx.echo(f"an earlier rerun ({mark['run_id']}, {mark['first']}..{mark['last']}) did "
-                 "not finish: every later processed day is recomputed")
+                 "not finish: every later processed day is recomputed (the alert changes it "
+                 "committed stay in gold/alert_changes under its id)")
     fixed = days_between(first, last)
     _prepare(ctx, fixed)
     left = unregistered(ctx, first)
