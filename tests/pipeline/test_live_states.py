@@ -122,3 +122,30 @@ def test_a_vacuum_every_so_many_batches_deletes_the_replaced_files_and_keeps_the
     assert saved(tmp_path) == {s: 7 for s in ids}
     # read back once after the crash; the vacuums did not make the cache look stale
     assert states.cache.misses - misses == len(ids)
+
+
+def test_a_vacuum_by_another_process_keeps_the_cache_and_new_rows_forget_it(tmp_path):
+    """`probcep vacuum` beside live mode commits its start and end to state/live: each
+    made the next batch read every state back (QA, 2026-11-27). Rows another writer
+    committed still must."""
+    from deltalake import DeltaTable
+
+    ids = [f"s{i}" for i in range(8)]
+    states = LiveStates(tmp_path, [PATTERN], streams=len(ids), policy="lru")
+    assert batch(states, 0, {s: 1 for s in ids}, complete=1)
+    assert batch(states, 1, {s: 1 for s in ids}, complete=2)
+    for _ in range(2):  # vacuums in a row, as `probcep vacuum` runs them
+        version = LIVE_STATE.version(tmp_path)
+        DeltaTable(str(LIVE_STATE.path(tmp_path))).vacuum(
+            retention_hours=0, dry_run=False, enforce_retention_duration=False)
+        assert LIVE_STATE.version(tmp_path) > version  # it committed
+        misses = states.cache.misses
+        assert batch(states, 2 + _, {s: 1 for s in ids}, complete=3 + _)
+        assert states.cache.misses == misses
+    assert saved(tmp_path) == {s: 4 for s in ids}
+    other = LiveStates(tmp_path, [PATTERN], streams=len(ids), policy="lru")
+    assert batch(other, 4, {"s0": 1}, complete=5)  # another writer's rows
+    misses = states.cache.misses
+    assert batch(states, 5, {s: 1 for s in ids}, complete=6)
+    assert states.cache.misses == misses + len(ids)
+    assert saved(tmp_path) == {**{s: 5 for s in ids}, "s0": 6}
