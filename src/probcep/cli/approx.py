@@ -57,7 +57,7 @@ def register(sub) -> None:
     p.add_argument("--window", type=int, required=True, metavar="W",
                    help="a match's tags span less than W: tag(last) - tag(first) < W")
     p.add_argument("--domain", help="comma-separated symbols (default: the pattern's "
-                                    "symbols and every symbol in the input)")
+                                    "symbols and every symbol in the input and --train)")
     p.add_argument("--budget", type=float, metavar="B",
                    help="work units (match node expansions) per event; unlimited if absent")
     p.add_argument("--burst", type=float, default=DEFAULT_BURST,

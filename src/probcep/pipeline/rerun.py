@@ -176,7 +176,7 @@ def _rerun_approx(ctx: RunContext, fixed: list[dt.date], regrouped: list[dt.date
                                   columns=["batch_date"])["batch_date"].to_pylist()
     for day in sorted(set(fixed) | set(regrouped) | set(matched)):
         found = approx_day(ctx, day)
-        ctx.echo(f"{day}: approximate entries recomputed, {found['matches']} matches, "
+        ctx.echo(f"{day}: approximate entries recomputed, {found['matches']} match classes, "
                  f"rows {'replaced' if found['changed'] else 'unchanged'}")
         if stop_early and day > last and not found["changed"] and not found["silent"]:
             break
