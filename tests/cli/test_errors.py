@@ -1087,3 +1087,37 @@ def test_a_sigterm_raised_where_python_drops_exceptions_ends_the_command_at_once
     assert err == ("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
                    "are released: the step can run again)\n")
     assert time.monotonic() - began < RAISE_AGAIN_SECONDS - 1
+
+
+SIGTERM_FAILED_CLEANUP = """
+import sys, time
+from probcep.cli import entry, steps
+from probcep.errors import ProbcepError
+
+def step(args):
+    print("started", flush=True)
+    try:
+        time.sleep(60)
+    finally:  # a clean-up on the connection the signal cut short
+        if sys.argv[2] == "KeyError":
+            {}["p"]
+        raise ProbcepError("the staging folder is gone")
+
+steps.vacuum = step
+entry(["vacuum", "--lake", sys.argv[1]])
+"""
+
+
+@pytest.mark.parametrize("error", ["KeyError", "ProbcepError"])
+def test_a_clean_up_failing_after_a_sigterm_still_ends_as_stopped(tmp_path, error):
+    """A SIGTERM inside a py4j call, then `unpersist` in a `finally`: its KeyError
+    replaced `Terminated`, exit 1 and a traceback (QA, 2026-11-27)."""
+    step = subprocess.Popen([sys.executable, "-c", SIGTERM_FAILED_CLEANUP,
+                             str(tmp_path / "lake"), error],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert step.stdout.readline() == "started\n"
+    step.send_signal(signal.SIGTERM)
+    out, err = step.communicate(timeout=40)
+    assert step.returncode == 143, err
+    assert err == ("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
+                   "are released: the step can run again)\n")

@@ -67,6 +67,23 @@ def main(argv: list[str] | None = None) -> int:
                 return _run(args)
         except Terminated:
             return _stopped(command, holds)
+        except BaseException as exc:
+            if not _after_sigterm(exc):
+                raise
+            return _stopped(command, holds)
+
+
+def _after_sigterm(exc: BaseException) -> bool:
+    """Whether `exc` was raised while `Terminated` unwound the command: a clean-up's
+    error then stands for the signal (QA: `unpersist` in a `finally` read the answer of
+    the py4j call the signal cut, and its KeyError became the exit code 1)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Terminated):
+            return True
+        seen.add(id(exc))
+        exc = exc.__context__
+    return False
 
 
 def entry(argv: list[str] | None = None) -> NoReturn:
@@ -101,6 +118,8 @@ def _run(args: argparse.Namespace) -> int:
         with writing(getattr(args, "output", None)), from_executors():
             return int(args.handler(args) or 0)
     except ProbcepError as exc:
+        if _after_sigterm(exc):
+            raise
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
