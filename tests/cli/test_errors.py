@@ -1121,3 +1121,15 @@ def test_a_clean_up_failing_after_a_sigterm_still_ends_as_stopped(tmp_path, erro
     assert step.returncode == 143, err
     assert err == ("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
                    "are released: the step can run again)\n")
+
+
+def test_the_sigterm_line_speaks_of_locks_only_for_commands_that_take_them():
+    """`probcep group` said its locks were released; `probcep demo`, which runs the lake
+    steps, said it had none (QA, 2026-11-27)."""
+    from probcep.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    locking = {name for name, sub in commands.items() if sub.get_default("holds_locks")}
+    assert locking == {"ingest", "normalize", "group-day", "validate-gold", "publish-alerts",
+                       "correlate-day", "vacuum", "run", "rerun", "live", "demo"}

@@ -17,7 +17,7 @@ def register(sub) -> None:
                    help="lake root (default: lake/demo under the working directory)")
     p.add_argument("--master", help="Spark master (default: the settings', else local[*])")
     p.add_argument("--fresh", action="store_true", help="delete the demo lake first")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, holds_locks=True)  # it runs the lake steps
 
 
 def run(args: argparse.Namespace) -> int:
