@@ -1133,3 +1133,17 @@ def test_the_sigterm_line_speaks_of_locks_only_for_commands_that_take_them():
     locking = {name for name, sub in commands.items() if sub.get_default("holds_locks")}
     assert locking == {"ingest", "normalize", "group-day", "validate-gold", "publish-alerts",
                        "correlate-day", "vacuum", "run", "rerun", "live", "demo"}
+
+
+@pytest.mark.parametrize("option", ["-o", "--save-state"])
+def test_an_output_on_a_loop_of_links_is_refused_in_one_line(capsys, tmp_path, option):
+    """`resolve()` raised RuntimeError: a traceback and exit 1 (QA, 2026-11-27)."""
+    path = tmp_path / "s.csv"
+    STREAMS.to_csv(path, index=False)
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    code, _, err = cli(capsys, "group", path, "--pattern", "a b", "--policy", "single",
+                       option, tmp_path / "loop1")
+    assert code == 2
+    assert one_line(err).startswith(f"probcep group: error: cannot write {tmp_path / 'loop1'}: ")
+    assert "loop" in err.lower()

@@ -37,7 +37,10 @@ def check_output(path: Path, inputs=()) -> None:
                                f"would be lost; nothing read")
     if path.exists() and not path.is_file():
         return
-    folder = path.resolve().parent
+    try:
+        folder = path.resolve().parent
+    except (RuntimeError, OSError) as exc:  # a loop of links (RuntimeError to 3.12)
+        raise ProbcepError(f"cannot write {path}: {exc}") from None
     if not folder.is_dir():
         raise ProbcepError(f"cannot write {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
