@@ -144,3 +144,19 @@ def test_the_most_likely_symbol_of_a_tie_is_the_first_in_the_domain(spark):
     assert got.sort_values("t")["symbol"].tolist() == ["Hallway", "Door", "Hallway", "Door"]
     flipped = approx.most_likely_symbols(spark.createDataFrame(rows), DOMAIN[::-1]).toPandas()
     assert flipped.sort_values("t")["symbol"].tolist() == ["Door", "Room", "Room", "Room"]
+
+
+def test_a_day_made_silent_by_a_fix_keeps_no_history(spark, tmp_path):
+    """QA: a rerun that emptied a day kept the history that day had learned, and the
+    later days started from it; a fresh lake has none for a silent day."""
+    entry = parse_entry("visit_k1", {"pattern": "Door Room Door", "max_errors": 1,
+                                     "window": 6}, DOMAIN)
+    day = dt.date(2026, 3, 1)
+    before = FrameSilver({day: silver_day(0)}.__getitem__, tmp_path / "silver")
+    approx.approx_day(context(tmp_path, before, "night", [entry]), day)
+    assert APPROX_HISTORY.read(tmp_path)["batch_date"].to_pylist() == [day]
+    after = FrameSilver({day: silver_day(0).iloc[:0]}.__getitem__, tmp_path / "fixed")
+    found = approx.approx_day(context(tmp_path, after, "rerun", [entry]), day)
+    assert found == {"matches": 0, "bundles": 0, "changed": True, "silent": True}
+    assert APPROX_HISTORY.read(tmp_path).num_rows == 0
+    assert APPROX_MATCHES.read(tmp_path).num_rows == 0

@@ -127,16 +127,19 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
     """Match a day of silver for the run's approximate patterns; write matches, bundles
     and histories. The events are silver's rows: a timestep with no reading is no event
     (skip-till-any-match would skip it anyway). A day of silence has no matches and
-    leaves the histories as they were. Returns the counts, whether any row changed, and
+    learns nothing: it saves no history, so the next day starts from the one before. Returns the counts, whether any row changed, and
     whether the day was silent."""
     lake_root, entries, run_id = ctx.lake, ctx.approximate, ctx.run_id
     domain = tuple(ctx.domain)
     files = ctx.source.files(day)
     meta = ctx.commit_meta(batch_date=day.isoformat(),
                            pattern_versions=pattern_versions(entries))
-    if not files:
+    names = [e.name for e in entries]
+    if not files:  # a history saved for the day before a fix made it silent goes too
         changed = _write(ctx, day, APPROX_MATCHES.schema.empty_table(),
                          APPROX_BUNDLES.schema.empty_table(), meta)
+        changed |= APPROX_HISTORY.replace_day(lake_root, day, APPROX_HISTORY.schema
+                                              .empty_table(), meta, pattern=names)
         return {"matches": 0, "bundles": 0, "changed": changed, "silent": True}
     spark = ctx.spark
     silver = spark.read.parquet(*map(literal, files)).select(
@@ -149,7 +152,6 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
            .toArrow())
     matches, bundles = _split(out, day, run_id)
     changed = _write(ctx, day, matches, bundles, meta)
-    names = [e.name for e in entries]
     learned = _learn(events, entries, domain, histories, train_streams)
     h_rows = pa.table({
         "pattern": names, "pattern_version": [e.version for e in entries],
