@@ -127,8 +127,8 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
     """Match a day of silver for the run's approximate patterns; write matches, bundles
     and histories. The events are silver's rows: a timestep with no reading is no event
     (skip-till-any-match would skip it anyway). A day of silence has no matches and
-    learns nothing: it saves no history, so the next day starts from the one before. Returns the counts, whether any row changed, and
-    whether the day was silent."""
+    learns nothing: it saves no history, so the next day starts from the one before.
+    Returns the counts, whether any row changed, and whether the day was silent."""
     lake_root, entries, run_id = ctx.lake, ctx.approximate, ctx.run_id
     domain = tuple(ctx.domain)
     files = ctx.source.files(day)
