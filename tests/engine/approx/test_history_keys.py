@@ -68,3 +68,29 @@ def test_learning_on_goes_on_in_the_new_automatons_ids():
     assert by_vector(two, b) == by_vector(one, a)
     assert {(b.vector(k[0]), k[1]): v for k, v in two.value.items()} == \
         {(a.vector(k[0]), k[1]): v for k, v in one.value.items()}
+
+
+def test_the_same_history_pickles_to_the_same_bytes_whatever_automaton_learned_it():
+    """The lake compares a night's history with the stored one by bytes: a night run
+    again in another process (its automaton numbering the vectors otherwise) committed
+    its unchanged history anew (QA, 2026-11-27)."""
+    rng = random.Random(11)
+    events = _events(rng, 400)
+
+    def learned(automaton):
+        history = History(12)
+        run_stream(automaton, 12, events, list(range(400)), policy=HistoryPolicy(history))
+        history.refresh_maps()
+        return history
+
+    a = ErrorAutomaton.build(PATTERN, 1, DOMAIN)
+    b = ErrorAutomaton.build(PATTERN, 1, DOMAIN)
+    b.step(b.start, b.index["Room"])  # meets the vectors in another order
+    one, two = learned(a), learned(b)
+    assert a.basis() != b.basis()
+    assert pickle.dumps(one) == pickle.dumps(two)
+    again = pickle.loads(pickle.dumps(one))  # and once more through a pickle
+    assert pickle.dumps(again) == pickle.dumps(one)
+    again.bind(b)
+    assert pickle.dumps(again) == pickle.dumps(two)
+    assert one.visits and pickle.loads(pickle.dumps(one)).visits.keys() != set()

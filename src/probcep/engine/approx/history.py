@@ -96,10 +96,25 @@ class History:
         self._maps = {key(k): m for k, m in self._maps.items()}
 
     def __getstate__(self):
-        state = dict(self.__dict__)
-        automaton = state.pop("_automaton")
-        if automaton is not None:  # the ids' vectors go with it, not the automaton
-            state["_basis"] = automaton.basis()
+        """Keyed by the cost vectors' sorted order, not the automaton's ids, so the same
+        history pickles to the same bytes whichever automaton learned it (QA: a night
+        run again in another process committed its unchanged history anew)."""
+        automaton = self._automaton
+        if automaton is None:
+            state = dict(self.__dict__)
+            del state["_automaton"]
+            return state
+        basis = automaton.basis()
+        order = sorted(range(len(basis)), key=basis.__getitem__)
+        rank = [0] * len(basis)
+        for r, vid in enumerate(order):
+            rank[vid] = r
+        canonical = object.__new__(History)  # `_renumber` makes new dicts: self stays
+        canonical.__dict__.update(self.__dict__)
+        canonical._renumber(rank.__getitem__)
+        state = dict(canonical.__dict__)
+        del state["_automaton"]
+        state["_basis"] = [basis[vid] for vid in order]  # the ids' vectors go with it
         return state
 
     def __setstate__(self, state):
