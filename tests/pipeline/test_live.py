@@ -475,3 +475,58 @@ def test_a_second_live_mode_on_a_lake_is_refused_at_once(spark, tmp_path):
         done.set()
         holder.join()
     assert not lock.exists()
+
+
+class JvmStoppedWithUs:
+    """A streaming query whose JVM got the SIGTERM too: once the signal came, every call
+    fails as Py4J's do on a stopped SparkContext."""
+
+    def __init__(self):
+        self.signalled = False
+
+    def awaitTermination(self, timeout):
+        if self.signalled:
+            raise RuntimeError("Cannot call methods on a stopped SparkContext.")
+        self.signalled = True
+        os.kill(os.getpid(), signal.SIGTERM)
+        return False
+
+    def stop(self):
+        if self.signalled:
+            raise RuntimeError("Cannot call methods on a stopped SparkContext.")
+
+
+@pytest.mark.parametrize("in_batch", [False, True])
+def test_a_sigterm_that_also_stopped_the_jvm_ends_in_one_line(in_batch):
+    """SIGTERM to the process group (`timeout`, systemd) reaches Spark's JVM, whose
+    shutdown hook stops Spark: `query.stop()` raised, a traceback and exit 1 (QA,
+    2026-11-27). Idle, the stop is clean; in a micro-batch, it is said in one line."""
+    from probcep.errors import ProbcepError
+
+    said, handler = [], signal.getsignal(signal.SIGTERM)
+    live = object.__new__(LiveQuery)
+    live.echo, live.in_batch = said.append, in_batch
+    if in_batch:
+        with pytest.raises(ProbcepError, match="before the micro-batch in progress ended: "
+                           "the next start redoes it"):
+            live._run(JvmStoppedWithUs())
+    else:
+        live._run(JvmStoppedWithUs())
+        assert said[-1] == ("live: Spark's JVM stopped on the same signal; no micro-batch "
+                            "was in progress")
+    assert said[0].startswith("live: SIGTERM: stopping after the micro-batch in progress")
+    assert signal.getsignal(signal.SIGTERM) == handler  # put back
+
+
+def test_an_error_of_the_query_without_a_stop_signal_is_not_taken_for_one():
+    class Failing:
+        def awaitTermination(self, timeout):
+            raise RuntimeError("a micro-batch failed")
+
+        def stop(self):
+            pass
+
+    live = object.__new__(LiveQuery)
+    live.echo, live.in_batch = print, False
+    with pytest.raises(RuntimeError, match="a micro-batch failed"):
+        live._run(Failing())

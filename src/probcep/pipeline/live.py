@@ -61,6 +61,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.clock import iso_day
+from probcep.errors import ProbcepError
 from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
 from probcep.lake.locks import LOCKS_FOLDER, exclusive
@@ -166,6 +167,7 @@ class LiveQuery:
                                  self.settings.live_cache_policy)
         self.day_end: DayEndStates | None = None  # the batch's, until it ends
         self.first_ts = StreamStarts()  # silver's files are scanned for them once
+        self.in_batch = False  # a micro-batch is running (in Py4J's callback thread)
 
     def start(self, once: bool = False):
         """Start the streaming query; `once`: process what the landing folder holds, in
@@ -216,16 +218,37 @@ class LiveQuery:
         main = threading.current_thread() is threading.main_thread()
         before = {sig: signal.signal(sig, stop_soon)
                   for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
+        jvm_gone = False  # the signal reached Spark's JVM too, which stopped on it
         try:
             while not query.awaitTermination(STOP_POLL_SECONDS):
                 if asked.is_set():
                     while query.isActive and query.status["isTriggerActive"]:
                         time.sleep(0.2)
                     break
+        except Exception:
+            if not asked.is_set():
+                raise
+            jvm_gone = True
         finally:
-            query.stop()
+            try:
+                query.stop()
+            except Exception:
+                if not asked.is_set():
+                    raise
+                jvm_gone = True
             for sig, handler in before.items():
                 signal.signal(sig, handler)
+        if jvm_gone:
+            # SIGTERM to the process group (`timeout`, systemd's default KillMode): the
+            # JVM's shutdown hook stopped Spark under the query (QA: a traceback, exit 1)
+            if self.in_batch:
+                raise ProbcepError(
+                    "Spark's JVM stopped on the same signal (sent to the whole process "
+                    "group) before the micro-batch in progress ended: the next start redoes "
+                    "it from the checkpoint; signal the probcep process alone (systemd: "
+                    "KillMode=mixed)")
+            self.echo("live: Spark's JVM stopped on the same signal; no micro-batch was in "
+                      "progress")
 
     @property
     def app_id(self) -> str:
@@ -237,9 +260,10 @@ class LiveQuery:
     # --- one micro-batch ------------------------------------------------------------
 
     def batch(self, frame, batch_id: int) -> None:
+        self.in_batch = True
         started = dt.datetime.now(dt.UTC)
-        listed = frame.collect()
         try:
+            listed = frame.collect()
             report = self.process([(_local(r["path"]), r["modificationTime"])
                                    for r in listed], batch_id, started)
         except BaseException:
@@ -249,6 +273,7 @@ class LiveQuery:
             raise
         finally:
             self.day_end = None
+            self.in_batch = False
         if report is None:
             return
         log.info(report.line())
