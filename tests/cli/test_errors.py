@@ -1147,3 +1147,32 @@ def test_an_output_on_a_loop_of_links_is_refused_in_one_line(capsys, tmp_path, o
     assert code == 2
     assert one_line(err).startswith(f"probcep group: error: cannot write {tmp_path / 'loop1'}: ")
     assert "loop" in err.lower()
+
+
+SLEEPING = """
+import sys, time
+from probcep.cli import entry, steps
+
+def step(args):
+    print("started", flush=True)
+    time.sleep(60)
+
+steps.vacuum = step
+entry(["vacuum", "--lake", sys.argv[1]])
+"""
+
+
+def test_a_sigalrm_alone_is_not_taken_for_a_sigterm(tmp_path):
+    """The alarm that takes a put-off SIGTERM again is ours only after a SIGTERM: a stray
+    SIGALRM ended a command as "stopped by SIGTERM" (QA, 2026-11-27)."""
+    step = subprocess.Popen([sys.executable, "-c", SLEEPING, str(tmp_path / "lake")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert step.stdout.readline() == "started\n"
+    step.send_signal(signal.SIGALRM)
+    with pytest.raises(subprocess.TimeoutExpired):
+        step.wait(timeout=2)  # still sleeping
+    step.send_signal(signal.SIGTERM)
+    out, err = step.communicate(timeout=40)
+    assert step.returncode == 143, err
+    assert err.endswith("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
+                        "are released: the step can run again)\n")

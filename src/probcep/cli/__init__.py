@@ -172,6 +172,8 @@ def _sigterm_unwinds():
     first = []  # when the first SIGTERM came
 
     def stop(signum, frame):
+        if signum == signal.SIGALRM and not first:  # not our alarm: no SIGTERM came
+            return
         first[:] = first or [time.monotonic()]
         if _importing(frame) and time.monotonic() - first[0] < IMPORT_PATIENCE_SECONDS:
             # raised inside the import machinery it can leave a module's import lock
