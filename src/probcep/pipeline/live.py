@@ -206,12 +206,19 @@ class LiveQuery:
             self._run(self.start(once))
 
     def _run(self, query) -> None:
+        from pyspark import SparkContext
+
         asked = threading.Event()
 
         def stop_soon(signum, frame):
             if asked.is_set():
                 raise KeyboardInterrupt
             asked.set()
+            # sent to the process group, the signal ends the JVM too, and PySpark's
+            # accumulator server prints its lost connection as a traceback: no error now
+            server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+            if server is not None:
+                server.handle_error = lambda request, address: None
             self.echo(f"live: {signal.Signals(signum).name}: stopping after the micro-batch "
                       "in progress (again to stop at once)")
 
