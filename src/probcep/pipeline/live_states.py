@@ -114,7 +114,7 @@ class LiveStates:
         self.batch_id = batch_id
         version = self._table_version()
         if version != self.version:
-            rows = LIVE_STATE.data_version(self.lake) if version is not None else None
+            rows = LIVE_STATE.data_version(self.lake)  # None: no table
             if rows is None or self.version is None or rows > self.version:
                 self.cache._entries.clear()
             self.version = version

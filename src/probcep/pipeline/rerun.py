@@ -156,9 +156,10 @@ def _rerun(ctx: RunContext, fixed: list[dt.date], last: dt.date,
             if stop_early and day > last and same_rows(new_states, stored):
                 break
             states = new_states.filter(pc.not_equal(new_states["stream_id"], PROCESSED))
+    regrouped = [d.day for d in done]
     if ctx.approximate:
-        _rerun_approx(ctx, fixed, [d.day for d in done], last, stop_early)
-    for day in correlation_days(ctx, [d.day for d in done] + fixed, last):
+        _rerun_approx(ctx, fixed, regrouped, last, stop_early)
+    for day in correlation_days(ctx, regrouped + fixed, last):
         for report in correlate_day(ctx, day):
             ctx.echo(report.line())
     return done
