@@ -40,10 +40,13 @@ class ProbcepWarning(UserWarning):
 def warn(message: str, stacklevel: int = 2) -> None:
     """Warn with a ProbcepWarning. Importing GX's validator routes every warning to the
     `py.warnings` logger (`logging.captureWarnings(True)`), which no step shows: a night
-    said nothing of what `group-day` alone printed (QA). That is undone first."""
+    said nothing of what `group-day` alone printed (QA). That is undone first, and only
+    then: undone when it is not in force, it puts back whatever hook was there when it
+    was called, over the command's own one-line hook (a flaky CI test)."""
     import logging
 
-    logging.captureWarnings(False)
+    if getattr(warnings.showwarning, "__module__", None) == "logging":
+        logging.captureWarnings(False)
     warnings.warn(message, ProbcepWarning, stacklevel=stacklevel + 1)
 
 

@@ -1025,6 +1025,25 @@ def test_a_warning_after_gx_routed_warnings_to_logging_is_still_a_line(capsys, m
     assert err == "probcep vacuum: warning: a version passed over its missed days\n"
 
 
+def test_a_warning_after_gx_routed_warnings_before_the_command_is_still_a_line(
+        capsys, monkeypatch, tmp_path):
+    """GX imported by an earlier command of the process: undoing its routing again put
+    back the hook it had saved, over the command's own (a flaky CI run, 2026-11-27)."""
+    import logging
+
+    from probcep.cli import steps
+    from probcep.errors import warn
+
+    monkeypatch.setattr(steps, "vacuum", lambda args: warn("a retention under 168 h"))
+    logging.captureWarnings(True)  # in force before the command installs its hook
+    try:
+        code, _, err = cli(capsys, "vacuum", "--lake", tmp_path)
+    finally:
+        logging.captureWarnings(False)
+    assert code == 0
+    assert err == "probcep vacuum: warning: a retention under 168 h\n"
+
+
 SIGTERM_SWALLOWED = """
 import sys, time
 from probcep.cli import entry, steps
