@@ -514,3 +514,96 @@ def test_a_misplaced_landing_folder_is_refused_not_taken_as_silence(tmp_path, wh
     with pytest.raises(IngestError, match=said.format(root=root).replace("[", r"\[")):
         ingest_day(ctx, DAY)
     assert not ctx.settings.lake_root.exists()  # nothing written, nothing emptied
+
+
+#: Long records of one day (stream, sensor, ts, symbol, score) in two files: good ones, a
+#: duplicate, late readings (the earliest in the second file) and refused ones.
+SAME_RECORDS = {
+    "a": [("s1", "r1", "2026-01-01T00:00:10", "Door", 0.5),
+          ("s2", "r1", "2026-01-01T00:00:11", "Room", 0.4),
+          ("s2", "r1", "2026-01-01T00:00:11", "Room", 0.4),
+          ("s3", "r1", "2025-12-31T23:59:59", "Door", 0.5),
+          ("s4", "r1", "2026-01-01T00:00:12", "Moon", 0.5),
+          ("s5", "r1", "2026-01-02T00:00:00", "Door", 0.5)],
+    "b": [("s6", "r2", "2026-01-01T23:59:59", "Hallway", 2.0),
+          ("s7", "r2", "2025-12-30T06:00:00", "Room", 1.0),
+          ("s8", "r2", "2026-01-01T00:00:13", "Door", -1.0),
+          ("", "r2", "2026-01-01T00:00:14", "Door", 0.5)],
+}
+
+
+def test_a_parquet_batch_reports_what_the_same_records_in_csv_do(spark, tmp_path,
+                                                                 monkeypatch):
+    """A batch of typed long Parquet files is counted from its staged rows, not by a
+    pass over the landing files (`staged_first`); text is counted as it is checked. The
+    same records give the same report, file by file, and the same bronze; a Parquet file
+    that breaks in that first read is set aside, and the batch staged again without it."""
+    import probcep.pipeline.ingest as ingest
+
+    reports, bronze, staged, set_aside = {}, {}, [], []
+    real_taken, real_aside = ingest.staged_taken, ingest._set_aside
+    monkeypatch.setattr(ingest, "staged_taken", lambda *a: staged.append(a[0]) or
+                        real_taken(*a))
+    monkeypatch.setattr(ingest, "_set_aside", lambda e, files, unreadable: set_aside.append(
+        len(unreadable)) or real_aside(e, files, unreadable))
+    for kind in ("csv", "parquet"):
+        ctx = context(tmp_path / kind, kind)
+        folder = tmp_path / kind / "landing" / DAY.isoformat()
+        folder.mkdir(parents=True)
+        for name, rows in SAME_RECORDS.items():
+            frame = pd.DataFrame(rows, columns=LONG.strip().split(","))
+            if kind == "csv":
+                frame.to_csv(folder / f"{name}.csv", index=False)
+            else:
+                frame.assign(ts=pd.to_datetime(frame.ts)).to_parquet(folder / f"{name}.parquet")
+        if kind == "parquet":
+            (folder / "broken_pages.parquet").write_bytes(BROKEN_PAGES)
+        reports[kind] = ingest_day(ctx, DAY)
+        bronze[kind] = table(ctx, BRONZE).drop(columns=["source_file", "ingest_time"]) \
+            .assign(file=lambda f: f.file.str.split(".").str[0]) \
+            .sort_values(["stream_id", "ts", "file"]).reset_index(drop=True)
+    csv, parquet = reports["csv"], reports["parquet"]
+    assert len(staged) == 1 and set_aside == [0]  # the Parquet batch, staged twice
+    assert (parquet.rows, parquet.bronze, parquet.quarantined) == \
+        (csv.rows + 1, csv.bronze, csv.quarantined + 1)
+    assert parquet.reasons == {**csv.reasons, "unreadable file: broken or truncated file": 1}
+    assert (csv.late, csv.earliest_late, csv.duplicates) == \
+        (2, dt.datetime(2025, 12, 30, 6, tzinfo=dt.UTC), 1)
+    assert (parquet.late, parquet.earliest_late, parquet.duplicates, parquet.renormalized) \
+        == (csv.late, csv.earliest_late, csv.duplicates, csv.renormalized)
+
+    def counts(report):
+        return {c.file.rsplit("/", 1)[-1].split(".")[0]: dataclasses.astuple(c)[1:]
+                for c in report.per_file}
+
+    assert counts(parquet) == {**counts(csv),
+                               "broken_pages": (1, 0, 0, 1, "broken or truncated file")}
+    pd.testing.assert_frame_equal(bronze["parquet"], bronze["csv"])
+
+
+def test_late_readings_of_staged_rows_are_found_in_any_row_group(tmp_path):
+    """`staged_taken` reads only the row groups whose `ts` statistics reach before the
+    day: against counting every row, over files of several row groups."""
+    import random
+
+    from probcep.pipeline.ingest import staged_taken
+
+    settings = load_settings()
+    first = settings.clock.time(settings.clock.day_range(DAY)[0])
+    rng = random.Random(7)
+    expected: dict = {}
+    for k in range(3):
+        rows = [(f"f{rng.randrange(4)}", first + dt.timedelta(seconds=rng.randrange(-90, 600)))
+                for _ in range(200)]
+        for f, ts in rows:
+            n, late, since = expected.get(f, (0, 0, None))
+            is_late = ts < first
+            expected[f] = (n + 1, late + is_late,
+                           min(filter(None, [since, ts if is_late else None]), default=None))
+        rows.sort(key=lambda r: r[1] if k else r[0])  # sorted by time: most groups skipped
+        pq.write_table(pa.table({"source_file": [r[0] for r in rows],
+                                 "ts": pa.array([r[1] for r in rows],
+                                                pa.timestamp("us", tz="UTC"))}),
+                       tmp_path / f"part-{k}.parquet", row_group_size=16)
+    assert staged_taken(tmp_path, settings, DAY) == {
+        f: (n, n, late, 0, since) for f, (n, late, since) in expected.items()}

@@ -486,12 +486,25 @@ class CheckedBatch:
     with each file's batch day and the ingest time), and what conservation needs."""
 
     good: object  # Spark DataFrame in bronze's columns
-    bad: object  # Spark DataFrame in quarantine's columns
+    refused: object  # Spark DataFrame in quarantine's columns: refused records (or None)
+    unread: object  # Spark DataFrame in quarantine's columns: unreadable files
     counts: dict  # records per readable file
     unreadable: dict  # Path -> Unreadable
     cached: tuple = ()  # the cached checked rows behind both frames (if cached)
-    per_file: dict = field(default_factory=dict)  # `Taken.per_file`
-    quarantines: bool = True  # False: `bad` is known to have no rows
+    per_file: dict | None = None  # `Taken.per_file`; None: read from the staged rows
+
+    def bad(self, per_file: dict) -> tuple[object, bool]:
+        """The quarantine rows, given the good rows' `Taken.per_file`, and whether there
+        may be any: when every record went to bronze, quarantine has only the
+        unreadable files, and nothing is read again to find none refused."""
+        from pyspark.sql import functions as F
+
+        refused = self.refused is not None and any(
+            per_file.get(f, (0, 0))[1] != n for f, n in self.counts.items())
+        bad = self.refused.unionByName(self.unread) if refused else self.unread
+        return (bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date",
+                           F.current_timestamp().alias("ingest_time"), "raw"),
+                refused or bool(self.unreadable))
 
     def release(self) -> None:
         for frame in self.cached:
@@ -504,14 +517,22 @@ def checked_batch(spark, settings: Settings, files: list[Path], day: dt.date) ->
     return checked_files(spark, settings, dict.fromkeys(files, day))
 
 
-def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> CheckedBatch:
+def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date],
+                  unreadable: dict | None = None, staged_first: bool = False) -> CheckedBatch:
     """Read and check files, each as part of the batch of its day (`day_of`), in one
-    pass whatever the number of days; call `release()` when done with the rows."""
+    pass whatever the number of days; call `release()` when done with the rows.
+
+    With `staged_first`, a batch of typed long records (Parquet) is not read to count
+    its good rows: the caller stages them first, takes `Taken.per_file` from the staged
+    files (`staged_taken`) and sets aside a file that breaks that first read, then
+    calls again with the same `unreadable`. Such records are read and checked again by
+    every Spark job over them, and counting them first cost a whole pass (a third of
+    ingest at 10M readings: docs/performance.md §5)."""
     from pyspark.sql import functions as F
 
     domain = settings.domain
-    unreadable: dict[Path, Unreadable] = {}
-    good, cached, per_file = None, (), {}
+    unreadable = {} if unreadable is None else unreadable
+    good, refused, cached, per_file = None, None, (), {}
     while True:
         records, counts, wide, typed = read_records(spark, day_of, settings, unreadable)
         if records is None:
@@ -523,6 +544,10 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
         # the cache costs 12 s and, once it outgrows the driver's memory, spills.
         rows = rows if typed else rows.cache()
         good = readings(rows.where(F.col("reason").isNull()), domain, wide)
+        refused = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain)
+        if staged_first and typed and not wide:
+            per_file = None
+            break
         try:  # the first job to read every record whole: a file breaking here is set aside
             per_file = _per_file(good)
         except Exception as error:
@@ -531,23 +556,48 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date]) -> Che
             continue
         cached = () if typed else (rows,)
         break
-    stamp = F.current_timestamp().alias("ingest_time")
-    bad = _unreadable_rows(spark, unreadable, day_of)
-    refused = records is not None and any(per_file.get(f, (0, 0))[1] != n
-                                          for f, n in counts.items())
-    if refused:
-        # some record was refused (when every one went to bronze, quarantine has only
-        # the unreadable files, and nothing is read again to find none refused)
-        bad = quarantine_rows(rows.where(F.col("reason").isNotNull()), domain) \
-            .unionByName(bad)
-    bad = bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date", stamp, "raw")
     good = (good if good is not None else spark.createDataFrame(
         [], "stream_id string, sensor_id string, ts timestamp, symbol string, "
             "score double, batch_date date, source_file string")) \
-        .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date", stamp,
-                "source_file").select(*BRONZE.schema.names)
-    return CheckedBatch(good, bad, counts, unreadable, cached, per_file,
-                        refused or bool(unreadable))
+        .select("stream_id", "sensor_id", "ts", "symbol", "score", "batch_date",
+                F.current_timestamp().alias("ingest_time"), "source_file") \
+        .select(*BRONZE.schema.names)
+    return CheckedBatch(good, refused, _unreadable_rows(spark, unreadable, day_of),
+                        counts, unreadable, cached, per_file)
+
+
+def staged_taken(folder: Path, settings: Settings, day: dt.date) -> dict:
+    """`Taken.per_file` of a day's staged bronze rows of long records (a reading each,
+    none renormalized), read by the driver from the staged files: their row counts per
+    file (`staged_counts`), and their late readings (`checked`: before the day's first
+    timestep), looked for only in row groups whose `ts` statistics reach before it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    first = settings.clock.time(settings.clock.day_range(day)[0])
+    late: dict[str, list] = {}
+    for part in sorted(folder.glob("part-*.parquet")):
+        file = pq.ParquetFile(part)
+        ts = file.schema_arrow.get_field_index("ts")
+        first = pa.scalar(first, file.schema_arrow.field(ts).type)
+        for g in range(file.num_row_groups):
+            stats = file.metadata.row_group(g).column(ts).statistics
+            if stats is not None and stats.has_min_max and \
+                    pa.scalar(stats.min, first.type).as_py() >= first.as_py():
+                continue
+            rows = file.read_row_group(g, columns=["source_file", "ts"])
+            rows = rows.filter(pc.less(rows["ts"], first))
+            for r in rows.group_by("source_file").aggregate(
+                    [("ts", "count"), ("ts", "min")]).to_pylist():
+                got = late.setdefault(r["source_file"], [0, None])
+                got[0] += r["ts_count"]
+                got[1] = r["ts_min"] if got[1] is None else min(got[1], r["ts_min"])
+    out = {}
+    for f, n in staged_counts(folder, "source_file").items():
+        count, since = late.get(f, (0, None))
+        out[f] = (n, n, count, 0, since)
+    return out
 
 
 def ingest_day(ctx: RunContext, day: dt.date) -> IngestReport:
@@ -669,32 +719,43 @@ def _ingest_files(ctx: RunContext, files: dict[dt.date, list[Path]]) -> dict:
     from probcep.lake.expectations import BRONZE_SUITE, days_name, validate
 
     settings, lake, days = ctx.settings, ctx.lake, sorted(files)
-    batch = checked_files(ctx.spark, settings, {f: d for d in days for f in files[d]})
-    try:
-        with ExitStack() as held:
-            good = held.enter_context(staged_days(
-                batch.good, BRONZE, lake, days, settings.target_file_bytes))
-            # the staged files, before anything is committed: reading their columns
-            # costs the suite's jobs and the duplicate count less than checking every
-            # record again (docs/performance.md §5); always Spark, where the suite's
-            # column types are Spark's
-            staged = staged_frame(ctx.spark, good.root, driver_rows=-1,
-                                  schema=batch.good.schema)
-            validate(staged, BRONZE_SUITE, settings.domain, day=days_name(days),
-                     run_id=ctx.run_id)
-            taken = Taken(batch.per_file, _duplicates(staged))
-            bad = held.enter_context(staged_days(  # a clean batch: no Spark job
-                batch.bad, QUARANTINE, lake, days, settings.target_file_bytes,
-                empty=not batch.quarantines))
-            reports = {day: _day_report(day, files[day], batch, taken, good.folders[day],
-                                        bad.folders[day], settings) for day in days}
-            for day in days:
-                meta = ctx.commit_meta(batch_date=day.isoformat(), files=len(files[day]))
-                QUARANTINE.add_missing_columns(lake, meta)
-                for rows, table in ((good, BRONZE), (bad, QUARANTINE)):
-                    commit_staged(rows.folders[day], rows.schema, table, lake, day, meta)
-    finally:
-        batch.release()
+    day_of, unreadable = {f: d for d in days for f in files[d]}, {}
+    with ExitStack() as held:
+        while True:
+            batch = checked_files(ctx.spark, settings, day_of, unreadable, staged_first=True)
+            held.callback(batch.release)
+            try:
+                good = held.enter_context(staged_days(
+                    batch.good, BRONZE, lake, days, settings.target_file_bytes))
+                break
+            except Exception as error:  # when first read whole (`staged_first`), a file
+                # breaking is set aside, and the batch read again
+                if batch.per_file is not None:
+                    raise
+                _set_aside(error, list(day_of), unreadable)
+        per_file = batch.per_file if batch.per_file is not None else {
+            f: n for day in days for f, n in
+            staged_taken(good.folders[day], settings, day).items()}
+        # the staged files, before anything is committed: reading their columns
+        # costs the suite's jobs and the duplicate count less than checking every
+        # record again (docs/performance.md §5); always Spark, where the suite's
+        # column types are Spark's
+        staged = staged_frame(ctx.spark, good.root, driver_rows=-1,
+                              schema=batch.good.schema)
+        validate(staged, BRONZE_SUITE, settings.domain, day=days_name(days),
+                 run_id=ctx.run_id)
+        taken = Taken(per_file, _duplicates(staged))
+        rows, quarantines = batch.bad(per_file)
+        bad = held.enter_context(staged_days(  # a clean batch: no Spark job
+            rows, QUARANTINE, lake, days, settings.target_file_bytes, empty=not quarantines))
+        reports = {day: _day_report(day, files[day], batch, taken, good.folders[day],
+                                    bad.folders[day], settings) for day in days}
+        for day in days:
+            meta = ctx.commit_meta(batch_date=day.isoformat(), files=len(files[day]))
+            QUARANTINE.add_missing_columns(lake, meta)
+            for staged_rows, table in ((good, BRONZE), (bad, QUARANTINE)):
+                commit_staged(staged_rows.folders[day], staged_rows.schema, table, lake,
+                              day, meta)
     return reports
 
 

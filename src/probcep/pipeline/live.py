@@ -513,7 +513,8 @@ class LiveQuery:
             try:
                 good.append(batch.good.toArrow().select(BRONZE.schema.names)
                             .cast(BRONZE.schema))
-                bad.append(batch.bad.toArrow().select(QUARANTINE.schema.names)
+                bad.append(batch.bad(batch.per_file)[0].toArrow()
+                           .select(QUARANTINE.schema.names)
                            .cast(QUARANTINE.schema))
             finally:
                 batch.release()
