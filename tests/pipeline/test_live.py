@@ -379,6 +379,39 @@ def test_live_after_the_nights_reads_no_file_again_and_starts_after_them(spark, 
         assert rows(table, lake, DAYS[:2]).equals(rows(table, tmp / "night", DAYS[:2]))
 
 
+def test_a_night_of_live_modes_day_in_progress_leaves_the_day_to_it(spark, night):
+    """A night (or rerun) of the day live mode is in, run beside it: live mode writes no
+    more of that day, and goes on with the next from its own states (QA, 2026-11-27: it
+    appended the rest of the day again, doubling silver, groups and alerts, and the next
+    correlation rows read the doubled archive)."""
+    tmp, files = night
+    land, lake = tmp / "landing-beside", tmp / "night-beside-live"
+    for f in files:
+        (land / f.parent.name).mkdir(parents=True, exist_ok=True)
+    copied = [land / f.parent.name / f.name for f in files]
+    settings = settings_file(tmp, land, lake, 4)
+    for f, c in zip(files[:3], copied[:3]):  # day 0 until 18:00: live mode is in day 0
+        shutil.copy(f, c)
+    arrive(copied[:3], [0, 1, 2])
+    LiveQuery(context(spark, settings, "live")).run(once=True)
+    assert LIVE_STATUS.read(lake)["complete_until"][-1].as_py().date() == DAYS[0]
+    run_days(context(spark, settings, "run"), DAYS[0], DAYS[0])  # its night, beside it
+    now = dt.datetime.now().timestamp()
+    for rank, (f, c) in enumerate(zip(files[3:], copied[3:])):  # landing after the night
+        shutil.copy(f, c)
+        os.utime(c, (now + rank, now + rank))
+    said = []
+    LiveQuery(context(spark, settings, "live"), echo=said.append).run(once=True)
+    assert any(f"{DAYS[0]} processed by a night or rerun meanwhile" in line for line in said)
+    silver = SILVER.read(lake).to_pandas()
+    assert not silver.duplicated(["stream_id", "t"]).any()
+    for table in (GROUPS, ALERTS):
+        assert not table.read(lake).to_pandas().drop(columns=["run_id"]).duplicated().any()
+    same_day_tables(lake, tmp / "night", DAYS[1:2])  # day 1 as the night writes it
+    run_days(context(spark, settings, "run"), DAYS[0], DAYS[0])  # day 0 whole, again
+    same_day_tables(lake, tmp / "night", DAYS[:2])
+
+
 def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_path,
                                                                   monkeypatch):
     """A compressed file is read, a file of no known format and a sub-folder are

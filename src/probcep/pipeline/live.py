@@ -358,14 +358,24 @@ class LiveQuery:
         day_end = self.day_end = DayEndStates(lake, ctx.exact, run_id, batch_id)
         phase("state")  # the first batch seeds the cache from the night's states
         if complete is not None and new > complete:
-            for day, lo, hi in _day_pieces(clock, complete, new):
+            pieces = list(_day_pieces(clock, complete, new))
+            taken = processed_days(lake, ctx.exact, pieces[0][0], pieces[-1][0])
+            if taken:  # a night or rerun wrote the day live mode is in: the day is its
+                line = (f"batch {batch_id}: {', '.join(map(str, sorted(taken)))} processed "
+                        "by a night or rerun meanwhile: live mode writes no more of it "
+                        "(its readings are in bronze, for the day's next night or rerun)")
+                log.info(line)
+                self.echo(line)
+            for day, lo, hi in pieces:
                 rows = self.silver(day, lo, hi)
                 phase("silver")
-                ends_day = hi == clock.day_range(day)[1]
+                ends_day = hi == clock.day_range(day)[1] and day not in taken
                 out = self.advance(rows, hi, partial(day_end.add, day) if ends_day else None)
                 if ends_day:
                     day_end.end(day)
                 phase("engine")
+                if day in taken:  # the engine went on through it, for the days after
+                    continue
                 silver.append(rows)
                 groups.append(split_output(out, day, run_id, clock, ctx.exact)[0])
                 spans[day] = (lo, hi - 1)
@@ -628,16 +638,25 @@ def _folder_day(path: Path) -> dt.date | None:
 def last_processed(lake, patterns) -> dt.date | None:
     """The latest day whose "day processed" rows `state/engine` holds for one of these
     pattern versions (a night's, or a day live mode ended)."""
+    return max(processed_days(lake, patterns), default=None)
+
+
+def processed_days(lake, patterns, first: dt.date | None = None,
+                   last: dt.date | None = None) -> set[dt.date]:
+    """The days (from `first` to `last`, when given) whose "day processed" rows
+    `state/engine` holds for one of these pattern versions."""
     wanted = {(p.name, p.version) for p in patterns}
-    last = None
-    for part in STATES.scan(lake, None, pc.field("stream_id") == PROCESSED,
+    filters = None if first is None else [("batch_date", ">=", first.isoformat()),
+                                          ("batch_date", "<=", last.isoformat())]
+    days = set()
+    for part in STATES.scan(lake, filters, pc.field("stream_id") == PROCESSED,
                             ["pattern", "pattern_version", "stream_id", "batch_date"]):
         for name, version, day in zip(*(part.column(c).to_pylist()
                                         for c in ("pattern", "pattern_version",
                                                   "batch_date"))):
-            if (name, version) in wanted and (last is None or day > last):
-                last = day
-    return last
+            if (name, version) in wanted:
+                days.add(day)
+    return days
 
 
 def _utc(when: dt.datetime) -> dt.datetime:
