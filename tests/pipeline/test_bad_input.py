@@ -607,3 +607,30 @@ def test_late_readings_of_staged_rows_are_found_in_any_row_group(tmp_path):
                        tmp_path / f"part-{k}.parquet", row_group_size=16)
     assert staged_taken(tmp_path, settings, DAY) == {
         f: (n, n, late, 0, since) for f, (n, late, since) in expected.items()}
+
+
+@pytest.mark.parametrize("n, distinct", [(0, False), (40, False), (200, False), (200, True)])
+def test_duplicates_are_counted_per_batch_day_as_grouping_the_readings_does(
+        spark, n, distinct):
+    """The duplicate gate (distinct hashes) and the count behind it against pandas
+    grouping every column: repeats within a day count, the same reading on two batch
+    days does not; a null sensor is a value like any other."""
+    import random
+
+    import probcep.pipeline.ingest as ingest
+
+    rng = random.Random(n)
+    rows = [(dt.date(2026, 1, rng.choice([1, 2])), rng.choice(["s1", "s2"]),
+             rng.choice(["r1", None]), dt.datetime(2026, 1, 1, 0, 0, rng.randrange(4)),
+             rng.choice(["Door", "Room"]), rng.choice([0.5, 1.0])) for _ in range(n)]
+    if distinct:  # the gate alone answers
+        rows = list(dict.fromkeys(rows))
+    columns = ["batch_date", "stream_id", "sensor_id", "ts", "symbol", "score"]
+    frame = pd.DataFrame(rows, columns=columns)
+    expected = {d: int(k) for d, k in (
+        frame.groupby(columns, dropna=False).size().sub(1).groupby(level=0).sum()
+        .items()) if k}
+    assert bool(expected) == (n > 0 and not distinct)  # (the rows hold what is meant)
+    good = spark.createDataFrame(rows, "batch_date date, stream_id string, sensor_id string, "
+                                       "ts timestamp, symbol string, score double")
+    assert ingest._duplicates(good) == expected
