@@ -501,7 +501,10 @@ def _parquet(spark, path: Path, domain):
 
     def column(name):
         if name in nanos:  # nanoseconds since 1970 (UTC) to microseconds
-            return F.timestamp_micros(F.floor(F.col(f"`{name}`") / 1000))
+            # floored in integers: a double holds 2026's nanoseconds to about 256 ns, and
+            # 23:59:59.9999999 came out as the next day's midnight (QA, 2026-11-27)
+            quoted = "`" + name.replace("`", "``") + "`"
+            return F.timestamp_micros(F.expr(f"({quoted} - pmod({quoted}, 1000)) div 1000"))
         return F.col(f"`{name}`")
 
     def value(name):
