@@ -535,7 +535,8 @@ def checked_files(spark, settings: Settings, day_of: dict[Path, dt.date],
     good, refused, cached, per_file = None, None, (), {}
     while True:
         records, counts, wide, typed = read_records(spark, day_of, settings, unreadable)
-        if records is None:
+        if records is None:  # every file set aside: none of an earlier pass's rows
+            good, refused = None, None
             break
         rows = checked(records.where(F.col("source_file").isin(*counts)), settings, wide)
         # The counts, the suite and both writes read the checked rows. Records parsed
