@@ -91,8 +91,19 @@ def processes(tmp_path_factory):
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
     refuse = {**env, "PROBCEP_LANDING_DIR": str(tmp / "landing"),
               "PROBCEP_MISSING_DAY": "refuse"}
+    broken = tmp / "landing-broken" / DAY.isoformat()  # a good and a broken Parquet file
+    broken.mkdir(parents=True)
+    good = pd.DataFrame({"stream_id": ["p"] * 40, "symbol": ["Door"] * 40, "score": 0.5,
+                         "ts": pd.date_range(DAY.isoformat(), periods=40, freq="min")})
+    good.to_parquet(broken / "good.parquet")
+    whole = (broken / "good.parquet").read_bytes()
+    (broken / "broken.parquet").write_bytes(whole[:4] + b"\xff" * 24 + whole[28:])
     python = [sys.executable]
     cases = {
+        "broken parquet, ingest": (python + ["-m", "probcep", "ingest", "--date",
+                                             DAY.isoformat(), "--lake", tmp / "lake-broken"],
+                                   {**env, "PROBCEP_LANDING_DIR": str(tmp / "landing-broken"),
+                                    "PROBCEP_SPARK_MASTER": "local[1]"}, None),
         "no landing files": (python + ["-m", "probcep", "ingest", "--date", DAY.isoformat(),
                                        "--lake", tmp / "lake"], refuse, None),
         "full disk": (python + ["-m", "probcep", "group", tmp / "streams.csv", "--pattern",
@@ -141,6 +152,16 @@ def test_a_process_ends_with_one_line_and_exit_code_2(processes, case, message):
 def test_a_closed_output_pipe_ends_quietly(processes, case):
     code, _, err = processes[1][case]
     assert (code, err) == (0, "")
+
+
+def test_a_file_set_aside_by_the_staging_write_is_said_by_the_step_alone(processes):
+    """A Parquet file broken past its footer is found by ingest's staging write: the
+    night succeeds, quarantining it, and Spark's log does not print the write's failed
+    task and job (QA, 2026-11-27: 546 lines of ERROR traces)."""
+    code, out, err = processes[1]["broken parquet, ingest"]
+    assert code == 0, err
+    assert "quarantine 1 (unreadable file: broken or truncated file: 1)" in out
+    assert " ERROR " not in err and "\tat org.apache" not in err, err
 
 
 def test_a_bug_in_a_process_keeps_its_traceback_and_exit_code_1(processes):

@@ -183,6 +183,13 @@ KINDS = {
                                          "missing score": 1}),
     # a name a URI escapes, and a file Spark fails to read past its footer
     "odd name #2 + é 100%.parquet": (PARQUET_Q, 2, 1, 1, {"unknown symbol": 1}),
+    # nanoseconds 100 ns before a midnight: still the day before it, floored (a double
+    # rounded them up to the midnight: one was late and was not, one was in the batch
+    # day and was refused as outside it; QA, 2026-11-27)
+    "ns_edge.parquet": (parquet_bytes(pa.table({
+        "stream_id": ["n1", "n2"], "symbol": ["Door", "Room"], "score": [0.5, 0.5],
+        "ts": pd.to_datetime(["2025-12-31T23:59:59.9999999", "2026-01-01T23:59:59.9999999"])})),
+        2, 2, 2, {}),
     "broken_pages.parquet": (BROKEN_PAGES, 1, 0, 0,
                              {"unreadable file: broken or truncated file": 1}),
     "truncated.parquet": (PARQUET[: len(PARQUET) // 2], 1, 0, 0,
@@ -383,9 +390,9 @@ def test_the_report_adds_up_over_every_file(night):
         for reason, n in k[4].items():
             total[reason] = total.get(reason, 0) + n
     assert report.reasons == total
-    assert report.late == 1 and report.duplicates == 1 and report.renormalized == 0
+    assert report.late == 2 and report.duplicates == 1 and report.renormalized == 0
     line = report.line()
-    assert "1 late readings for earlier days, the earliest at 2025-12-31T23:59:59Z" in line
+    assert "2 late readings for earlier days, the earliest at 2025-12-31T23:59:59Z" in line
     assert "warning: 1 readings repeat another exactly and count again under " \
            "aggregation: sum" in line
 
@@ -634,3 +641,19 @@ def test_duplicates_are_counted_per_batch_day_as_grouping_the_readings_does(
     good = spark.createDataFrame(rows, "batch_date date, stream_id string, sensor_id string, "
                                        "ts timestamp, symbol string, score double")
     assert ingest._duplicates(good) == expected
+
+
+def test_a_day_whose_only_file_is_wide_and_broken_past_its_footer_quarantines_it(
+        spark, tmp_path):
+    """Set aside, the file left no readable one: the rows of the pass that found it were
+    still staged, and the day ended in a Py4J traceback (QA, 2026-11-27)."""
+    wide = parquet_bytes(pa.table({"stream_id": ["w"] * 40,
+                                   "ts": pd.date_range("2026-01-01", periods=40, freq="min"),
+                                   "Hallway": [0.2] * 40, "Door": [0.3] * 40,
+                                   "Room": [0.5] * 40}), compression="none")
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "wide_broken.parquet").write_bytes(wide[:4] + b"\xff" * 24 + wide[28:])
+    report = ingest_day(context(tmp_path, "wide-broken"), DAY)
+    assert (report.rows, report.bronze, report.quarantined) == (1, 0, 1)
+    assert report.reasons == {"unreadable file: broken or truncated file": 1}

@@ -29,7 +29,11 @@ MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*([1-9]\d*|\*))?\])?"
 
 #: Spark's loggers of a task's failure, off (see `spark_session`).
 TASK_LOGGERS = ("org.apache.spark.executor.Executor",
-                "org.apache.spark.scheduler.TaskSetManager")
+                "org.apache.spark.scheduler.TaskSetManager",
+                # a write's failed task ("Aborting task") and job ("Job aborted"): a
+                # Parquet file broken past its footer is found by ingest's staging write
+                "org.apache.spark.util.Utils",
+                "org.apache.spark.sql.execution.datasources.FileFormatWriter")
 
 
 def spark_session(master: str | None = None, app: str = "probcep",
