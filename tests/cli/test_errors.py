@@ -129,7 +129,7 @@ def processes(tmp_path_factory):
             child.stdout = None
     results = {}
     for name, child in started.items():
-        out, err = child.communicate(timeout=120)
+        out, err = child.communicate(timeout=300)  # the ingest starts Spark and GX
         results[name] = (child.returncode, out, err)
     return tmp, results
 
