@@ -657,3 +657,16 @@ def test_a_day_whose_only_file_is_wide_and_broken_past_its_footer_quarantines_it
     report = ingest_day(context(tmp_path, "wide-broken"), DAY)
     assert (report.rows, report.bronze, report.quarantined) == (1, 0, 1)
     assert report.reasons == {"unreadable file: broken or truncated file": 1}
+
+
+def test_nanoseconds_near_int64s_minimum_are_floored_without_overflow(spark, tmp_path):
+    """pandas' earliest timestamp, in nanoseconds: a late reading, not an overflow of
+    Spark's ANSI arithmetic (QA, 2026-11-27: a traceback for the whole day)."""
+    folder = tmp_path / "landing" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    pd.DataFrame({"stream_id": ["m", "m"], "symbol": ["Door", "Room"], "score": [0.5, 0.5],
+                  "ts": [pd.Timestamp.min, pd.Timestamp("2026-01-01T00:00:01")]}
+                 ).to_parquet(folder / "earliest.parquet")
+    report = ingest_day(context(tmp_path, "ns-min"), DAY)
+    assert (report.rows, report.bronze, report.quarantined, report.late) == (2, 2, 0, 1)
+    assert report.earliest_late == dt.datetime(1677, 9, 21, 0, 12, 43, 145224, tzinfo=dt.UTC)

@@ -504,7 +504,8 @@ def _parquet(spark, path: Path, domain):
             # floored in integers: a double holds 2026's nanoseconds to about 256 ns, and
             # 23:59:59.9999999 came out as the next day's midnight (QA, 2026-11-27)
             quoted = "`" + name.replace("`", "``") + "`"
-            return F.timestamp_micros(F.expr(f"({quoted} - pmod({quoted}, 1000)) div 1000"))
+            return F.timestamp_micros(F.expr(  # (no overflow near int64's minimum)
+                f"{quoted} div 1000 - if({quoted} % 1000 < 0, 1, 0)"))
         return F.col(f"`{name}`")
 
     def value(name):
