@@ -507,6 +507,14 @@ class LiveQuery:
         old = [p for p in entries if os.path.abspath(p) in changed
                and _folder_day(p) in ingested
                and changed[os.path.abspath(p)] <= ingested[_folder_day(p)]]
+        if old:  # and the night read them: a file renamed into place while it ran keeps
+            # an older time, yet no night read it (QA, 2026-11-27: skipped until the next)
+            read = set()
+            for table in (BRONZE, QUARANTINE):
+                rows = table.read(self.ctx.lake, [("batch_date", "in", sorted(
+                    {_folder_day(p) for p in old}))], columns=["source_file"])
+                read.update(map(os.path.abspath, pc.unique(rows["source_file"]).to_pylist()))
+            old = [p for p in old if os.path.abspath(p) in read]
         return [p for p in entries if p not in old], old
 
     def read(self, files: list[Path]) -> tuple[pa.Table, pa.Table]:
