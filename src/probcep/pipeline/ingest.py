@@ -581,14 +581,14 @@ def staged_taken(folder: Path, settings: Settings, day: dt.date) -> dict:
     for part in sorted(folder.glob("part-*.parquet")):
         file = pq.ParquetFile(part)
         ts = file.schema_arrow.get_field_index("ts")
-        first = pa.scalar(first, file.schema_arrow.field(ts).type)
+        bound = pa.scalar(first, file.schema_arrow.field(ts).type)
         for g in range(file.num_row_groups):
             stats = file.metadata.row_group(g).column(ts).statistics
             if stats is not None and stats.has_min_max and \
-                    pa.scalar(stats.min, first.type).as_py() >= first.as_py():
+                    pa.scalar(stats.min, bound.type).as_py() >= first:
                 continue
             rows = file.read_row_group(g, columns=["source_file", "ts"])
-            rows = rows.filter(pc.less(rows["ts"], first))
+            rows = rows.filter(pc.less(rows["ts"], bound))
             for r in rows.group_by("source_file").aggregate(
                     [("ts", "count"), ("ts", "min")]).to_pylist():
                 got = late.setdefault(r["source_file"], [0, None])
