@@ -8,7 +8,8 @@ A full disk is such a failure, whichever library hit it: Python and pyarrow rais
 `OSError(ENOSPC)`, delta-rs and Spark only say "No space left on device" in their
 message. `writing(path)` turns any of them into one `DiskFullError` line. And a
 `ProbcepError` raised in a Spark executor reaches the driver only as the text of a
-traceback; `from_executors()` turns it back into one line.
+traceback; `from_executors()` turns it back into one line. A file system that refuses a
+write (permissions, a read-only mount, an immutable folder) is one as well: `refused()`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,14 @@ NO_SPACE = "No space left on device"
 _REMOTE = re.compile(r"^(probcep(?:\.\w+)*)\.(\w+): (.+)$", re.MULTILINE)
 #: The file a failed Spark write task names (TASK_WRITE_FAILED).
 _SPARK_FILE = re.compile(r"while writing rows to (?:file:)?(\S+?)\.?(?:\s|$)")
+#: How Java (Hadoop's local file system, java.nio) says a file system refused a path.
+_REFUSED_JAVA = re.compile(
+    r"Mkdirs failed to create (?:file:)?(?P<mkdirs>\S+)"
+    r"|(?:file:)?(?P<path>/\S+) \((?P<why>Permission denied|Read-only file system)\)"
+    r"|AccessDeniedException: (?:file:)?(?P<denied>\S+)")
+#: The errors by which an OSError says the file system refused (not: is missing, is full).
+_REFUSING = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+             errno.EROFS: "read-only file system"}
 
 
 class ProbcepError(Exception):
@@ -56,6 +65,10 @@ class InputError(ProbcepError, ValueError):
 
 class DiskFullError(ProbcepError, OSError):
     """No space left on the device a step was writing to."""
+
+
+class RefusedError(ProbcepError, OSError):
+    """The file system refused a path: permissions, a read-only mount, an immutable folder."""
 
 
 def _chain(exc: BaseException):
@@ -115,6 +128,38 @@ def _remote(exc: BaseException) -> ProbcepError | None:
             if isinstance(cls, type) and issubclass(cls, ProbcepError):
                 return ProbcepError(message.strip())
     return None
+
+
+def _refusal(exc: BaseException) -> str | None:
+    """What and where, when `exc` (or one it was raised from) says the file system refused
+    a path; the temporary folders of a Spark write are cut off, at its staging folder."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.errno in _REFUSING:
+            where = f": {e.filename}" if e.filename else ""
+            return f"{_REFUSING[e.errno]}{where}"
+        found = _REFUSED_JAVA.search(str(e))
+        if found:
+            path = found["mkdirs"] or found["path"] or found["denied"]
+            path = path.split("/_temporary", 1)[0].rstrip(".")
+            if found["mkdirs"]:
+                return f"the file system refused to create a folder under {path}"
+            return f"{(found['why'] or 'permission denied').lower()}: {path}"
+    return None
+
+
+@contextmanager
+def refused():
+    """Run the block; the file system refusing a path inside it becomes one
+    `RefusedError` line naming it (the lake's staging folder, an output file)."""
+    try:
+        yield
+    except ProbcepError:
+        raise
+    except Exception as exc:
+        why = _refusal(exc)
+        if why is None:
+            raise
+        raise RefusedError(why) from exc
 
 
 @contextmanager

@@ -26,7 +26,7 @@ import pytest
 
 from probcep.cli import RAISE_AGAIN_SECONDS, main
 from probcep.config import settings
-from probcep.errors import DiskFullError, writing
+from probcep.errors import DiskFullError, RefusedError, refused, writing
 from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUPS, UTC_MICROS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -386,6 +386,42 @@ def test_other_write_errors_pass_unchanged():
         with writing("/lake"):
             raise refused
     assert raised.value is refused
+
+
+SPARK_MKDIRS = """An error occurred while calling o875.parquet.
+: org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 7.0 \
+failed 1 times: java.io.IOException: Mkdirs failed to create file:/lake/bronze/readings/\
+_staging/32ec-ed1a/_day=2026-01-01/_temporary/0/_temporary/attempt_2026_0007_m_000000_5 \
+(exists=false, cwd=file:/work)
+"""
+
+
+@pytest.mark.parametrize("failure,says", [
+    (PermissionError(errno.EACCES, "Permission denied", "/lake/gold"),
+     "permission denied: /lake/gold"),
+    (OSError(errno.EROFS, "Read-only file system", "/lake/x.parquet"),
+     "read-only file system: /lake/x.parquet"),
+    (RuntimeError(SPARK_MKDIRS), "the file system refused to create a folder under "
+                                 "/lake/bronze/readings/_staging/32ec-ed1a/_day=2026-01-01"),
+    (RuntimeError("java.io.FileNotFoundException: /lake/s/part-0.parquet (Permission denied)"),
+     "permission denied: /lake/s/part-0.parquet"),
+    (RuntimeError("java.nio.file.AccessDeniedException: /lake/s"), "permission denied: /lake/s"),
+])
+def test_a_refusing_file_system_is_one_line_naming_where(failure, says):
+    with pytest.raises(RefusedError) as raised:
+        with refused():
+            raise failure
+    assert str(raised.value) == says
+    assert raised.value.__cause__ is failure
+
+
+@pytest.mark.parametrize("failure", [FileNotFoundError(errno.ENOENT, "No such file", "/x"),
+                                     RuntimeError("Permission to proceed")])
+def test_other_errors_are_no_refusal(failure):
+    with pytest.raises(type(failure)) as raised:
+        with refused():
+            raise failure
+    assert raised.value is failure
 
 
 # --- a probcep error raised in a Spark executor ----------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -242,6 +243,37 @@ def test_bronze_failing_its_suite_is_never_committed(spark, settings, monkeypatc
             for t in (BRONZE, QUARANTINE)] == versions
     pd.testing.assert_frame_equal(table(settings, BRONZE), before)
     assert not list((path / "_staging").rglob("*.parquet"))
+
+
+def _immutable(folder: Path) -> bool:
+    """Whether `folder` could be made immutable (`chattr +i`: root on ext4 and the like;
+    root writes into a read-only folder, not into an immutable one)."""
+    if shutil.which("chattr") is None:
+        return False
+    return subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode == 0
+
+
+def test_a_staging_folder_the_file_system_refuses_is_one_line(spark, settings, capsys,
+                                                              monkeypatch):
+    """Spark's executors cannot create the staging write's folders (QA, 2026-11-27: a
+    200-line traceback, exit 1): one line naming where, exit 2, bronze as it was."""
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings, "r"), DAY)
+    before = table(settings, BRONZE)
+    staging = BRONZE.path(settings.lake_root) / "_staging"
+    staging.mkdir(exist_ok=True)
+    if not _immutable(staging):
+        pytest.skip("no chattr +i here")
+    monkeypatch.setenv("PROBCEP_LANDING_DIR", str(settings.landing_dir))
+    try:
+        code = main(["ingest", "--date", DAY.isoformat(), "--lake", str(settings.lake_root)])
+    finally:
+        subprocess.run(["chattr", "-i", str(staging)], check=True)
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert err[-1].startswith(f"probcep ingest: error: the file system refused to create a "
+                              f"folder under {staging}/"), err
+    pd.testing.assert_frame_equal(table(settings, BRONZE), before)
 
 
 def test_one_stream_hour_reads_few_files_and_all_its_rows(spark, settings, capsys):

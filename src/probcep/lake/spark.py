@@ -33,7 +33,10 @@ TASK_LOGGERS = ("org.apache.spark.executor.Executor",
                 # a write's failed task ("Aborting task") and job ("Job aborted"): a
                 # Parquet file broken past its footer is found by ingest's staging write
                 "org.apache.spark.util.Utils",
-                "org.apache.spark.sql.execution.datasources.FileFormatWriter")
+                "org.apache.spark.sql.execution.datasources.FileFormatWriter",
+                # "Mkdirs failed to create": the step's own line names the folder
+                # (`probcep.errors.refused`)
+                "org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter")
 
 
 def spark_session(master: str | None = None, app: str = "probcep",
