@@ -147,7 +147,11 @@ def test_an_epoch_with_an_offset_is_the_same_instant_in_utc(tmp_path, epoch):
     ({"domain": "[Hallway, date]"}, "domain.*none of"),
     ({"domain": "[Hallway, T]"}, "domain.*none of"),
     ({"no_reading_symbol": "t"}, "no_reading_symbol"),
-    ({"no_reading_symbol": "door"}, "no_reading_symbol"),
+    ({"no_reading_symbol": "door"}, "no_reading_symbol' \\(.*s.yaml\\): must be"),
+    # set by no file: its default, not "missing" (QA, 2026-11-27)
+    ({"domain": "[Hallway, NoReading]"},
+     "setting 'no_reading_symbol' \\(default\\): must be a name outside the domain.*"
+     "got 'NoReading'"),
     ({"target_file_mb": ".inf"}, "target_file_mb.*megabytes in"),
     ({"target_file_mb": "1.0e20"}, "target_file_mb.*megabytes in"),
 ])

@@ -221,10 +221,13 @@ def _warn_stray(env, keys: list[str]) -> None:
 
 
 def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
-    def fail(name, message):
-        raise SettingsError(f"setting {name!r} ({origin.get(name, 'missing')}): {message}")
+    required = ("lake_root", "landing_dir", "timestep_seconds", "epoch", "domain")
 
-    for name in ("lake_root", "landing_dir", "timestep_seconds", "epoch", "domain"):
+    def fail(name, message):  # a setting no file set is missing, or its default
+        where = origin.get(name) or ("missing" if name in required else "default")
+        raise SettingsError(f"setting {name!r} ({where}): {message}")
+
+    for name in required:
         if v.get(name) in (None, ""):
             fail(name, "is required")
     step = v["timestep_seconds"]
