@@ -27,11 +27,17 @@ NO_SPACE = "No space left on device"
 _REMOTE = re.compile(r"^(probcep(?:\.\w+)*)\.(\w+): (.+)$", re.MULTILINE)
 #: The file a failed Spark write task names (TASK_WRITE_FAILED).
 _SPARK_FILE = re.compile(r"while writing rows to (?:file:)?(\S+?)\.?(?:\s|$)")
-#: How Java (Hadoop's local file system, java.nio) says a file system refused a path.
-_REFUSED_JAVA = re.compile(
+#: How Java (Hadoop's local file system, java.nio) and Rust (delta-rs's object store)
+#: say a file system refused a path.
+_REFUSED_TEXT = re.compile(
     r"Mkdirs failed to create (?:file:)?(?P<mkdirs>\S+)"
     r"|(?:file:)?(?P<path>/\S+) \((?P<why>Permission denied|Read-only file system)\)"
-    r"|AccessDeniedException: (?:file:)?(?P<denied>\S+)")
+    r"|AccessDeniedException: (?:file:)?(?P<denied>\S+)"
+    r"|Unable to open file (?P<rust>/\S+?)(?:#\d+)?:?\s.*?"
+    r"(?P<rust_why>Operation not permitted|Permission denied|Read-only file system) "
+    r"\(os error \d+\)", re.DOTALL)
+#: The path Python's and Arrow's OSErrors name in their message alone.
+_QUOTED_PATH = re.compile(r"'(/[^']+)'")
 #: The errors by which an OSError says the file system refused (not: is missing, is full).
 _REFUSING = {errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
              errno.EROFS: "read-only file system"}
@@ -132,18 +138,23 @@ def _remote(exc: BaseException) -> ProbcepError | None:
 
 def _refusal(exc: BaseException) -> str | None:
     """What and where, when `exc` (or one it was raised from) says the file system refused
-    a path; the temporary folders of a Spark write are cut off, at its staging folder."""
+    a path. Hadoop names the deepest folder of a write it could not create: the folder
+    named is the nearest that exists, in which the refused one was to be made."""
     for e in _chain(exc):
         if isinstance(e, OSError) and e.errno in _REFUSING:
-            where = f": {e.filename}" if e.filename else ""
-            return f"{_REFUSING[e.errno]}{where}"
-        found = _REFUSED_JAVA.search(str(e))
-        if found:
-            path = found["mkdirs"] or found["path"] or found["denied"]
-            path = path.split("/_temporary", 1)[0].rstrip(".")
-            if found["mkdirs"]:
-                return f"the file system refused to create a folder under {path}"
-            return f"{(found['why'] or 'permission denied').lower()}: {path}"
+            quoted = _QUOTED_PATH.search(str(e))
+            where = e.filename or (quoted[1] if quoted else None)
+            return _REFUSING[e.errno] + (f": {where}" if where else "")
+        found = _REFUSED_TEXT.search(str(e))
+        if found is None:
+            continue
+        if found["mkdirs"]:
+            folder = Path(found["mkdirs"])
+            while not folder.is_dir() and folder != folder.parent:
+                folder = folder.parent
+            return f"the file system refused to create a folder in {folder}"
+        why = found["why"] or found["rust_why"] or "permission denied"
+        return f"{why.lower()}: {found['path'] or found['denied'] or found['rust']}"
     return None
 
 

@@ -390,10 +390,18 @@ def test_other_write_errors_pass_unchanged():
 
 SPARK_MKDIRS = """An error occurred while calling o875.parquet.
 : org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 7.0 \
-failed 1 times: java.io.IOException: Mkdirs failed to create file:/lake/bronze/readings/\
-_staging/32ec-ed1a/_day=2026-01-01/_temporary/0/_temporary/attempt_2026_0007_m_000000_5 \
-(exists=false, cwd=file:/work)
+failed 1 times: java.io.IOException: Mkdirs failed to create file:{staging}/32ec-ed1a/\
+_day=2026-01-01/_temporary/0/_temporary/attempt_2026_0007_m_000000_5 (exists=false, \
+cwd=file:/work)
 """
+#: delta-rs's commit into an immutable `_delta_log` (deltalake 1.x)
+RUST_REFUSED = """Generic LocalFileSystem error
+  \u21b3 Unable to open file /lake/b/_delta_log/00000000000000000004.json#1
+  \u21b3 Operation not permitted (os error 1)
+"""
+#: pyarrow's LocalFileSystem.create_dir: the path in the message alone
+ARROW_REFUSED = PermissionError(errno.EPERM, "Cannot create directory '/lake/g/_staging/ab'. "
+                                             "Detail: [errno 1] Operation not permitted")
 
 
 @pytest.mark.parametrize("failure,says", [
@@ -401,18 +409,46 @@ _staging/32ec-ed1a/_day=2026-01-01/_temporary/0/_temporary/attempt_2026_0007_m_0
      "permission denied: /lake/gold"),
     (OSError(errno.EROFS, "Read-only file system", "/lake/x.parquet"),
      "read-only file system: /lake/x.parquet"),
-    (RuntimeError(SPARK_MKDIRS), "the file system refused to create a folder under "
-                                 "/lake/bronze/readings/_staging/32ec-ed1a/_day=2026-01-01"),
+    (ARROW_REFUSED, "operation not permitted: /lake/g/_staging/ab"),
+    (OSError(RUST_REFUSED), "operation not permitted: /lake/b/_delta_log/00000000000000000004"
+                            ".json"),
+    (RuntimeError("Failed to parse parquet: External: Generic LocalFileSystem error: Unable "
+                  "to open file /lake/s/part-1.parquet#1: Permission denied (os error 13)"),
+     "permission denied: /lake/s/part-1.parquet"),
+    (RuntimeError(SPARK_MKDIRS), "the file system refused to create a folder in {staging}"),
     (RuntimeError("java.io.FileNotFoundException: /lake/s/part-0.parquet (Permission denied)"),
      "permission denied: /lake/s/part-0.parquet"),
     (RuntimeError("java.nio.file.AccessDeniedException: /lake/s"), "permission denied: /lake/s"),
 ])
-def test_a_refusing_file_system_is_one_line_naming_where(failure, says):
+def test_a_refusing_file_system_is_one_line_naming_where(tmp_path, failure, says):
+    """Hadoop names the deepest folder of its write: the line names the nearest that
+    exists, where the refused one was to be made."""
+    staging = tmp_path / "bronze" / "_staging"
+    staging.mkdir(parents=True)
+    if isinstance(failure, RuntimeError):
+        failure = RuntimeError(str(failure).format(staging=staging))
     with pytest.raises(RefusedError) as raised:
         with refused():
             raise failure
-    assert str(raised.value) == says
+    assert str(raised.value) == says.format(staging=staging)
     assert raised.value.__cause__ is failure
+
+
+def test_a_delta_commit_the_file_system_refuses_is_one_line(tmp_path):
+    """delta-rs says it in Rust's words, with no errno (QA, 2026-11-27: exit 1)."""
+    from deltalake import write_deltalake
+
+    rows = pa.table({"x": [1, 2]})
+    write_deltalake(str(tmp_path / "t"), rows)
+    log = tmp_path / "t" / "_delta_log"
+    if subprocess.run(["chattr", "+i", str(log)], capture_output=True).returncode:
+        pytest.skip("no chattr +i here")
+    try:
+        with pytest.raises(RefusedError) as raised, refused():
+            write_deltalake(str(tmp_path / "t"), rows, mode="append")
+    finally:
+        subprocess.run(["chattr", "-i", str(log)], check=True)
+    assert re.fullmatch(rf"operation not permitted: {log}/\S+\.json", str(raised.value))
 
 
 @pytest.mark.parametrize("failure", [FileNotFoundError(errno.ENOENT, "No such file", "/x"),

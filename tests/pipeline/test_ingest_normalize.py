@@ -255,8 +255,11 @@ def _immutable(folder: Path) -> bool:
 
 def test_a_staging_folder_the_file_system_refuses_is_one_line(spark, settings, capsys,
                                                               monkeypatch):
-    """Spark's executors cannot create the staging write's folders (QA, 2026-11-27: a
-    200-line traceback, exit 1): one line naming where, exit 2, bronze as it was."""
+    """An immutable staging folder is refused before any work; one that turns so while
+    the step runs stops Spark's executors creating the write's folders (QA, 2026-11-27:
+    a 200-line traceback, exit 1): one line naming where, bronze as it was."""
+    from probcep.errors import RefusedError, refused
+
     write(settings, long_rows(), "r.csv")
     ingest_day(run(settings, "r"), DAY)
     before = table(settings, BRONZE)
@@ -267,13 +270,17 @@ def test_a_staging_folder_the_file_system_refuses_is_one_line(spark, settings, c
     monkeypatch.setenv("PROBCEP_LANDING_DIR", str(settings.landing_dir))
     try:
         code = main(["ingest", "--date", DAY.isoformat(), "--lake", str(settings.lake_root)])
+        with pytest.raises(RefusedError) as mid_step, refused():  # past the check
+            ingest_day(run(settings, "r2"), DAY)
     finally:
         subprocess.run(["chattr", "-i", str(staging)], check=True)
     err = capsys.readouterr().err.splitlines()
     assert code == 2
-    assert err[-1].startswith(f"probcep ingest: error: the file system refused to create a "
-                              f"folder under {staging}/"), err
+    assert err[-1] == (f"probcep ingest: error: cannot write bronze/readings: {staging} is "
+                       f"not writable; checked before any work, nothing was done"), err
+    assert str(mid_step.value) == f"the file system refused to create a folder in {staging}"
     pd.testing.assert_frame_equal(table(settings, BRONZE), before)
+    assert not any(staging.iterdir())
 
 
 def test_one_stream_hour_reads_few_files_and_all_its_rows(spark, settings, capsys):

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from probcep.errors import ProbcepError
+from probcep.lake.delta import STAGING
 from probcep.lake.locks import LOCKS_FOLDER
 from probcep.lake.tables import Table
 
@@ -32,6 +33,7 @@ def check_writable(lake: str | Path, tables: Iterable[Table] = (),
     for table in tables:
         path = table.path(lake)
         needed += [(path, table.name), (path / "_delta_log", table.name),
+                   (path / STAGING, table.name),
                    (path.parent / LOCKS_FOLDER / path.name, table.name)]
     needed += [(Path(f), str(f)) for f in folders]
     for path, what in needed:
