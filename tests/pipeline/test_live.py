@@ -379,13 +379,21 @@ def test_live_after_the_nights_reads_no_file_again_and_starts_after_them(spark, 
         assert rows(table, lake, DAYS[:2]).equals(rows(table, tmp / "night", DAYS[:2]))
 
 
-def test_a_night_of_live_modes_day_in_progress_leaves_the_day_to_it(spark, night):
+@pytest.mark.parametrize("night_until", ["group-day", "normalize"])
+def test_a_night_of_live_modes_day_in_progress_leaves_the_day_to_it(spark, night,
+                                                                     night_until):
     """A night (or rerun) of the day live mode is in, run beside it: live mode writes no
     more of that day, and goes on with the next from its own states (QA, 2026-11-27: it
     appended the rest of the day again, doubling silver, groups and alerts, and the next
-    correlation rows read the doubled archive)."""
+    correlation rows read the doubled archive). So from the night's normalize on: live
+    mode between the night's normalize and its group-day doubled silver, and the night's
+    group-day then failed (QA, 2026-11-27)."""
+    from probcep.pipeline.group_day import group_day
+    from probcep.pipeline.ingest import ingest_day
+    from probcep.pipeline.normalize import normalize_day
+
     tmp, files = night
-    land, lake = tmp / "landing-beside", tmp / "night-beside-live"
+    land, lake = tmp / f"landing-beside-{night_until}", tmp / f"night-beside-{night_until}"
     for f in files:
         (land / f.parent.name).mkdir(parents=True, exist_ok=True)
     copied = [land / f.parent.name / f.name for f in files]
@@ -395,7 +403,14 @@ def test_a_night_of_live_modes_day_in_progress_leaves_the_day_to_it(spark, night
     arrive(copied[:3], [0, 1, 2])
     LiveQuery(context(spark, settings, "live")).run(once=True)
     assert LIVE_STATUS.read(lake)["complete_until"][-1].as_py().date() == DAYS[0]
-    run_days(context(spark, settings, "run"), DAYS[0], DAYS[0])  # its night, beside it
+    if night_until == "group-day":  # its night, beside it
+        run_days(context(spark, settings, "run"), DAYS[0], DAYS[0])
+    else:  # the night's first tasks, with day 0 landed whole (else its group-day is
+        # refused: the day changed since ingest); its group-day after live mode's batch
+        shutil.copy(files[3], copied[3])
+        arrive(copied[:4], [0, 1, 2, 3])
+        ingest_day(context(spark, settings, "run"), DAYS[0])
+        normalize_day(context(spark, settings, "run"), DAYS[0])
     for f, c in zip(files[3:], copied[3:]):  # landing after the night, renamed into
         shutil.copy(f, c)  # place with the older times they were written at: not taken
     arrive(copied, list(range(len(copied))))  # for files the night read (QA, 2026-11-27)
@@ -403,9 +418,11 @@ def test_a_night_of_live_modes_day_in_progress_leaves_the_day_to_it(spark, night
     LiveQuery(context(spark, settings, "live"), echo=said.append).run(once=True)
     silver = SILVER.read(lake).to_pandas()
     assert not silver.duplicated(["stream_id", "t"]).any()
+    assert any(f"{DAYS[0]} processed by a night or rerun meanwhile" in line for line in said)
+    if night_until == "normalize":  # the night goes on, and groups the day
+        group_day(context(spark, settings, "run"), DAYS[0])
     for table in (GROUPS, ALERTS):
         assert not table.read(lake).to_pandas().drop(columns=["run_id"]).duplicated().any()
-    assert any(f"{DAYS[0]} processed by a night or rerun meanwhile" in line for line in said)
     same_day_tables(lake, tmp / "night", DAYS[1:2])  # day 1 as the night writes it
     run_days(context(spark, settings, "run"), DAYS[0], DAYS[0])  # day 0 whole, again
     same_day_tables(lake, tmp / "night", DAYS[:2])

@@ -51,6 +51,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -76,6 +77,7 @@ from probcep.lake.tables import (
     INGEST_LOG,
     LIVE_STATE,
     LIVE_STATUS,
+    NORMALIZE_LOG,
     QUARANTINE,
     SILVER,
     STATES,
@@ -357,9 +359,15 @@ class LiveQuery:
         silver, groups, spans = [], [], {}
         day_end = self.day_end = DayEndStates(lake, ctx.exact, run_id, batch_id)
         phase("state")  # the first batch seeds the cache from the night's states
-        if complete is not None and new > complete:
-            pieces = list(_day_pieces(clock, complete, new))
-            taken = processed_days(lake, ctx.exact, pieces[0][0], pieces[-1][0])
+        pieces = list(_day_pieces(clock, complete, new)) \
+            if complete is not None and new > complete else []
+        # the pieces' silver locks, which normalize holds until its log is written:
+        # a day a night (a rerun) normalized meanwhile is seen taken, never appended to
+        with ExitStack() as held:
+            for day in sorted({day for day, _, _ in pieces}):
+                held.enter_context(SILVER.lock(lake, day))
+            taken = taken_days(lake, ctx.exact, pieces[0][0], pieces[-1][0]) \
+                if pieces else set()
             if taken:  # a night or rerun wrote the day live mode is in: the day is its
                 line = (f"batch {batch_id}: {', '.join(map(str, sorted(taken)))} processed "
                         "by a night or rerun meanwhile: live mode writes no more of it "
@@ -369,9 +377,13 @@ class LiveQuery:
             for day, lo, hi in pieces:
                 rows = self.silver(day, lo, hi)
                 phase("silver")
-                ends_day = hi == clock.day_range(day)[1] and day not in taken
-                out = self.advance(rows, hi, partial(day_end.add, day) if ends_day else None)
-                if ends_day:
+                ends = hi == clock.day_range(day)[1]
+                # a taken day's end: the night saves its states; live drops the quiet
+                # ones all the same, as the night does (the next day starts the same)
+                save = None if not ends else _discard if day in taken else \
+                    partial(day_end.add, day)
+                out = self.advance(rows, hi, save)
+                if ends and day not in taken:
                     day_end.end(day)
                 phase("engine")
                 if day in taken:  # the engine went on through it, for the days after
@@ -380,11 +392,11 @@ class LiveQuery:
                 groups.append(split_output(out, day, run_id, clock, ctx.exact)[0])
                 spans[day] = (lo, hi - 1)
                 phase("gold")
-        silver_rows = pa.concat_tables(silver) if silver else \
-            silver_schema(s.silver_domain).empty_table()
+            silver_rows = pa.concat_tables(silver) if silver else \
+                silver_schema(s.silver_domain).empty_table()
+            commit_once(SILVER, lake, silver_rows, meta, app, batch_id, partition_by=["date"])
         final = pa.concat_tables(groups) if groups else GROUPS.schema.empty_table()
         alerts = alerts_of(final, ctx.exact)
-        commit_once(SILVER, lake, silver_rows, meta, app, batch_id, partition_by=["date"])
         commit_once(GROUPS, lake, final, meta, app, batch_id)
         commit_once(ALERTS, lake, alerts, meta, app, batch_id)
         day_end.commit(meta, app, batch_id)
@@ -647,6 +659,19 @@ def last_processed(lake, patterns) -> dt.date | None:
     """The latest day whose "day processed" rows `state/engine` holds for one of these
     pattern versions (a night's, or a day live mode ended)."""
     return max(processed_days(lake, patterns), default=None)
+
+
+def _discard(rows: pa.Table) -> None:
+    """A `save` that keeps nothing: the states of a day a night or rerun took."""
+
+
+def taken_days(lake, patterns, first: dt.date, last: dt.date) -> set[dt.date]:
+    """The days from `first` to `last` a night or rerun has taken from live mode: it
+    normalized them (`silver/normalize_log`, which live mode never writes) or grouped
+    them (`processed_days`)."""
+    logged = NORMALIZE_LOG.read(lake, [("date", ">=", first), ("date", "<=", last)],
+                                columns=["date"])
+    return set(logged["date"].to_pylist()) | processed_days(lake, patterns, first, last)
 
 
 def processed_days(lake, patterns, first: dt.date | None = None,

@@ -23,6 +23,7 @@ were never ingested is refused whatever the setting.
 from __future__ import annotations
 
 import datetime as dt
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from probcep.errors import ProbcepError
@@ -63,35 +64,39 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
         if why:
             raise ProbcepError(f"{why}: run `probcep ingest --date {day}` first (silver "
                                f"left as it was)")
-    version = BRONZE.version(lake)  # one snapshot: the bronze read is the bronze logged
-    listed = BRONZE.file_lister(lake, version)
-    for day in days:
-        if listed([("batch_date", ">=", day.isoformat())]):
-            heard.append(day)
-            continue
-        if settings.missing_day == "refuse":
-            raise ProbcepError(f"no bronze readings ingested for {day} or later in "
-                               f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
-        SILVER.clear_day(lake, day, ctx.commit_meta(date=day.isoformat(),
-                                                    clock=ctx.clock.label))
-        reports[day] = NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
-    if heard:
-        spark = ctx.spark
-        bronze = spark_read(spark, BRONZE, lake, [("batch_date", ">=", heard[0].isoformat())],
-                            version)
-        silver = day_distributions(bronze, settings, heard)
+    with ExitStack() as held:  # the days' silver locks, until their log rows are
+        # written: live mode takes a day whose log row it finds as the night's (live.py)
+        for day in sorted(days):
+            held.enter_context(SILVER.lock(lake, day))
+        version = BRONZE.version(lake)  # one snapshot: the bronze read is the bronze logged
+        listed = BRONZE.file_lister(lake, version)
+        for day in days:
+            if listed([("batch_date", ">=", day.isoformat())]):
+                heard.append(day)
+                continue
+            if settings.missing_day == "refuse":
+                raise ProbcepError(f"no bronze readings ingested for {day} or later in "
+                                   f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
+            SILVER.clear_day(lake, day, ctx.commit_meta(date=day.isoformat(),
+                                                        clock=ctx.clock.label))
+            reports[day] = NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
+        if heard:
+            spark = ctx.spark
+            bronze = spark_read(spark, BRONZE, lake,
+                                [("batch_date", ">=", heard[0].isoformat())], version)
+            silver = day_distributions(bronze, settings, heard)
 
-        def check(staged):
-            validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
-                     day=days_name(heard), run_id=ctx.run_id)
+            def check(staged):
+                validate(staged, SILVER_SUITE, settings.silver_domain, docs_dir=ctx.docs_dir,
+                         day=days_name(heard), run_id=ctx.run_id)
 
-        made = replace_days(silver, SILVER, lake, heard,
-                            lambda d: ctx.commit_meta(date=d.isoformat(),
-                                                      clock=ctx.clock.label),
-                            settings.target_file_bytes, check=check, count="stream_id")
-        reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
-    for day in days:
-        _log(ctx, reports[day], contents(listed(sources(settings, day))))
+            made = replace_days(silver, SILVER, lake, heard,
+                                lambda d: ctx.commit_meta(date=d.isoformat(),
+                                                          clock=ctx.clock.label),
+                                settings.target_file_bytes, check=check, count="stream_id")
+            reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
+        for day in days:
+            _log(ctx, reports[day], contents(listed(sources(settings, day))))
     return [reports[day] for day in days]
 
 
