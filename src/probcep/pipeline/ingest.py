@@ -122,11 +122,12 @@ class IngestReport:
         notes = []
         if self.renormalized:
             notes.append(f"{self.renormalized} wide rows renormalized")
-        if self.late:
+        if self.late:  # how they are taken: a night said neither (QA, 2026-11-27)
             since = "" if self.earliest_late is None else \
                 f", the earliest at {self.earliest_late.isoformat().replace('+00:00', 'Z')}"
-            notes.append(f"{self.late} late readings for earlier days{since} (taken when those "
-                         f"days are normalized again)")
+            notes.append(f"{self.late} late readings for earlier days{since} (in their days' "
+                         f"silver once those are normalized again: by a backfill that "
+                         f"covers them, or `probcep rerun --from DAY --to DAY`)")
         if self.duplicates:
             notes.append(f"warning: {self.duplicates} readings repeat another exactly"
                          + (" and count again under aggregation: sum"
