@@ -783,6 +783,27 @@ def test_run_refuses_dates_it_would_half_use(tmp_path, capsys, dates, says):
     assert not (tmp_path / "lake").exists()
 
 
+def test_a_range_under_missing_day_refuse_names_every_refused_day(tmp_path, capsys,
+                                                                   monkeypatch):
+    """Before any work, all at once (QA, 2026-11-27: a backfill of many quiet days named
+    one a run)."""
+    _no_spark(monkeypatch)
+    land = tmp_path / "landing"
+    (land / "2026-01-02").mkdir(parents=True)
+    STREAMS.to_csv(land / "2026-01-02" / "r.csv", index=False)
+    (land / "2026-01-03").mkdir()
+    (land / "2026-01-03" / "_COMPLETE").touch()
+    monkeypatch.setenv("PROBCEP_LANDING_DIR", str(land))
+    monkeypatch.setenv("PROBCEP_MISSING_DAY", "refuse")
+    code, out, err = cli(capsys, "run", "--from", "2026-01-01", "--to", "2026-01-03",
+                         "--lake", tmp_path / "lake", "--registry", REGISTRY)
+    assert (code, out) == (2, "")
+    assert one_line(err) == (
+        f"probcep run: error: no landing folder for 2026-01-01: {land}/2026-01-01 does not "
+        f"exist; and 1 more day(s) of the range: no landing files for 2026-01-03 in "
+        f"{land}/2026-01-03 (expected .csv, .json, .jsonl, .ndjson, .parquet)")
+
+
 # --- values a reader would change silently ------------------------------------------------
 
 BIG = 2 ** 53 + 1  # the first integer a double cannot hold
