@@ -27,15 +27,18 @@ NO_SPACE = "No space left on device"
 _REMOTE = re.compile(r"^(probcep(?:\.\w+)*)\.(\w+): (.+)$", re.MULTILINE)
 #: The file a failed Spark write task names (TASK_WRITE_FAILED).
 _SPARK_FILE = re.compile(r"while writing rows to (?:file:)?(\S+?)\.?(?:\s|$)")
-#: How Java (Hadoop's local file system, java.nio) and Rust (delta-rs's object store)
-#: say a file system refused a path.
+#: How Java (Hadoop's local file system, java.nio), Rust (delta-rs's object store) and
+#: Python in a traceback's text say a file system refused a path.
 _REFUSED_TEXT = re.compile(
-    r"Mkdirs failed to create (?:file:)?(?P<mkdirs>\S+)"
+    r"(?:Mkdirs failed to create|mkdir of) (?:file:)?(?P<mkdirs>\S+)"
     r"|(?:file:)?(?P<path>/\S+) \((?P<why>Permission denied|Read-only file system)\)"
     r"|AccessDeniedException: (?:file:)?(?P<denied>\S+)"
     r"|Unable to open file (?P<rust>/\S+?)(?:#\d+)?:?\s.*?"
     r"(?P<rust_why>Operation not permitted|Permission denied|Read-only file system) "
-    r"\(os error \d+\)", re.DOTALL)
+    r"\(os error \d+\)"
+    # Python's own, as the text of an exception raised in live mode's micro-batch
+    r"|(?:PermissionError|OSError): \[Errno (?P<errno>1|13|30)\] [^:\n]+: '(?P<py>/[^']+)'",
+    re.DOTALL)
 #: The path Python's and Arrow's OSErrors name in their message alone.
 _QUOTED_PATH = re.compile(r"'(/[^']+)'")
 #: The errors by which an OSError says the file system refused (not: is missing, is full).
@@ -153,8 +156,9 @@ def _refusal(exc: BaseException) -> str | None:
             while not folder.is_dir() and folder != folder.parent:
                 folder = folder.parent
             return f"the file system refused to create a folder in {folder}"
-        why = found["why"] or found["rust_why"] or "permission denied"
-        return f"{why.lower()}: {found['path'] or found['denied'] or found['rust']}"
+        why = _REFUSING[int(found["errno"])] if found["errno"] else \
+            (found["why"] or found["rust_why"] or "permission denied").lower()
+        return f"{why}: {found['path'] or found['denied'] or found['rust'] or found['py']}"
     return None
 
 

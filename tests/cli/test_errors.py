@@ -416,6 +416,13 @@ ARROW_REFUSED = PermissionError(errno.EPERM, "Cannot create directory '/lake/g/_
                   "to open file /lake/s/part-1.parquet#1: Permission denied (os error 13)"),
      "permission denied: /lake/s/part-1.parquet"),
     (RuntimeError(SPARK_MKDIRS), "the file system refused to create a folder in {staging}"),
+    # Structured Streaming's checkpoint; Python's own error as live's micro-batch raised it
+    (RuntimeError("java.io.IOException: mkdir of file:{staging}/ck/offsets failed"),
+     "the file system refused to create a folder in {staging}"),
+    (RuntimeError("  File \"probcep/pipeline/live_states.py\", line 327, in _new_file\n"
+                  "PermissionError: [Errno 1] Operation not permitted: '/lake/state/live/"
+                  "bucket=82'\n SQLSTATE: 39000"),
+     "operation not permitted: /lake/state/live/bucket=82"),
     (RuntimeError("java.io.FileNotFoundException: /lake/s/part-0.parquet (Permission denied)"),
      "permission denied: /lake/s/part-0.parquet"),
     (RuntimeError("java.nio.file.AccessDeniedException: /lake/s"), "permission denied: /lake/s"),
@@ -544,6 +551,22 @@ def test_an_unwritable_lake_is_refused_before_any_work(tmp_path, capsys, monkeyp
     assert one_line(err).startswith(f"probcep {step}: error: {message.format(lake=lake)}")
     assert err.rstrip().endswith("checked before any work, nothing was done")
     assert _files(tmp_path) == before  # nothing created, nothing written
+
+
+@pytest.mark.parametrize("blocked", ["_live/checkpoint", "state/live", "state/live_status"])
+def test_live_checks_its_checkpoint_and_state_before_any_work(tmp_path, capsys, monkeypatch,
+                                                              blocked):
+    """QA, 2026-11-27: found only after Spark started (a traceback, exit 1), `state/live`
+    after bronze's commit."""
+    _no_spark(monkeypatch)
+    lake = tmp_path / "lake"
+    (lake / blocked).parent.mkdir(parents=True, exist_ok=True)
+    (lake / blocked).write_text("in the way")
+    code, out, err = cli(capsys, "live", "--once", "--lake", lake, "--registry", REGISTRY)
+    what = f"{lake}/{blocked}" if blocked.startswith("_") else blocked
+    assert (code, out) == (2, "")
+    assert one_line(err).startswith(f"probcep live: error: cannot write {what}: {lake}/"
+                                    f"{blocked} is a file, not a folder; checked before")
 
 
 def test_the_demo_checks_its_lake_before_any_work(tmp_path, capsys, monkeypatch):

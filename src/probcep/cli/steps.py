@@ -129,6 +129,7 @@ def _writes(step: str):
             "group-day": (t.GROUPS, t.STATES, t.APPROX_MATCHES, t.APPROX_BUNDLES,
                           t.APPROX_HISTORY),
             "validate-gold": (), "publish-alerts": (t.ALERTS, t.ALERT_CHANGES),
+            "live": (*t.CATALOG, t.LIVE_STATE, t.LIVE_STATUS),
             }.get(step, t.CATALOG)
 
 
@@ -144,7 +145,8 @@ def _context(args: argparse.Namespace, step: str):
                           registry=args.registry, patterns=getattr(args, "pattern", None),
                           source=getattr(args, "source", None), master=args.master)
     docs = step in ("normalize", "validate-gold", "run", "rerun")  # they write Data Docs
-    check_writable(ctx.lake, _writes(step), folders=[ctx.docs_dir] if docs else [])
+    folders = [ctx.docs_dir] if docs else [ctx.settings.checkpoint] if step == "live" else []
+    check_writable(ctx.lake, _writes(step), folders=folders)
     with writing(ctx.lake):
         yield ctx
 
