@@ -367,11 +367,15 @@ class LiveQuery:
             for day in sorted({day for day, _, _ in pieces}):
                 held.enter_context(SILVER.lock(lake, day))
             taken = taken_days(lake, ctx.exact, pieces[0][0], pieces[-1][0]) \
-                if pieces else set()
+                if pieces else {}
             if taken:  # a night or rerun wrote the day live mode is in: the day is its
-                line = (f"batch {batch_id}: {', '.join(map(str, sorted(taken)))} processed "
-                        "by a night or rerun meanwhile: live mode writes no more of it "
-                        "(its readings are in bronze, for the day's next night or rerun)")
+                line = f"batch {batch_id}: " + "; ".join(
+                    f"{day} {how}" for day, how in sorted(taken.items()))
+                line += (": live mode writes no more of it (its readings are in bronze, for "
+                         "the day's next night or rerun)")
+                if NOT_GROUPED in taken.values():
+                    line += "; a day not grouped yet is grouped by its night's group-day, or "\
+                            "`probcep run --date DAY`"
                 log.info(line)
                 self.echo(line)
             for day, lo, hi in pieces:
@@ -665,13 +669,19 @@ def _discard(rows: pa.Table) -> None:
     """A `save` that keeps nothing: the states of a day a night or rerun took."""
 
 
-def taken_days(lake, patterns, first: dt.date, last: dt.date) -> set[dt.date]:
-    """The days from `first` to `last` a night or rerun has taken from live mode: it
-    normalized them (`silver/normalize_log`, which live mode never writes) or grouped
-    them (`processed_days`)."""
+#: How live mode names a day a night normalized and has not grouped (yet).
+NOT_GROUPED = "normalized by a night or rerun meanwhile, not grouped yet"
+
+
+def taken_days(lake, patterns, first: dt.date, last: dt.date) -> dict[dt.date, str]:
+    """The days from `first` to `last` a night or rerun has taken from live mode, each
+    with how far it went: it normalized them (`silver/normalize_log`, which live mode
+    never writes), or grouped them too (`processed_days`)."""
     logged = NORMALIZE_LOG.read(lake, [("date", ">=", first), ("date", "<=", last)],
                                 columns=["date"])
-    return set(logged["date"].to_pylist()) | processed_days(lake, patterns, first, last)
+    taken = dict.fromkeys(logged["date"].to_pylist(), NOT_GROUPED)
+    return taken | dict.fromkeys(processed_days(lake, patterns, first, last),
+                                 "processed by a night or rerun meanwhile")
 
 
 def processed_days(lake, patterns, first: dt.date | None = None,
