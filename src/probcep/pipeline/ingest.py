@@ -695,9 +695,8 @@ def refuse_misplaced(settings: Settings, days) -> None:
 
 
 def _silence(ctx: RunContext, day: dt.date, missing: IngestError) -> IngestReport:
-    """A past day without landing files: its bronze and quarantine emptied."""
-    if ctx.settings.missing_day == "refuse":
-        raise missing
+    """A past day without landing files (`missing_day: silence`; `ingest_days` refuses
+    them under `refuse`): its bronze and quarantine emptied."""
     folder = ctx.settings.landing_dir / day.isoformat()
     logged = INGEST_LOG.read(ctx.lake, INGEST_LOG.day_filter(day, {}), columns=["files"])
     before = max((n or 0 for n in logged["files"].to_pylist()), default=0)
