@@ -57,6 +57,27 @@ def test_streams_never_mix_and_rows_may_come_unsorted(tmp_path, capsys):
     assert [(r["stream_id"], r["tags"]) for r in rows] == [("x", [1, 3])]
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet", "dictionary.parquet"])
+def test_ids_pandas_would_hash_alike_stay_apart(tmp_path, capsys, suffix):
+    """pandas' hashing (its sort, groupby and a categorical's astype) stops at a NUL:
+    "s" and "s\\x00" would be one stream, and "a" of one and "b" of the other match."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = ["s", "s\x00", "s\x00", "s"]
+    path = tmp_path / f"e.{suffix}"
+    if suffix == "jsonl":
+        path.write_text("".join(json.dumps({"stream_id": i, "tag": t, "symbol": x}) + "\n"
+                                for i, t, x in zip(ids, [1, 2, 4, 3], "abab")))
+    else:
+        column = pa.array(ids)
+        pq.write_table(pa.table({"stream_id": column.dictionary_encode()
+                                 if suffix.startswith("dictionary") else column,
+                                 "tag": [1, 2, 4, 3], "symbol": list("abab")}), path)
+    rows = _run(capsys, "--pattern", "a b", "--max-errors", 0, "--window", 10, path)
+    assert [(r["stream_id"], r["tags"]) for r in rows] == [("s", [1, 3])]
+
+
 def test_budget_finds_a_subset_and_reports_stats(tmp_path, capsys):
     events = [f"{'abcd'[i % 4]}{i + 1}" for i in range(40)]
     path = tmp_path / "e.csv"

@@ -80,6 +80,20 @@ def test_stream_ids_that_differ_after_a_nul_stay_apart(tmp_path, ids):
     assert [(b.stream_id, b.t0) for b in read] == [(b.stream_id, b.t0) for b in blocks]
 
 
+@pytest.mark.parametrize("escaped", [r"\ud800", r"x\udfff", r"\ude00\ud83d"])
+def test_a_lone_surrogate_in_json_lines_is_refused(tmp_path, escaped):
+    """Python's json decodes an unpaired `\\uD800` into a string no UTF-8 file can hold,
+    and pandas' hashing took `\\ud800` and `\\ud801` for one stream id."""
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"stream_id": "a", "t": 1, "x": 1.0}\n'
+                    f'{{"stream_id": "{escaped}", "t": 1, "x": 1.0}}\n')
+    assert refusal(path) == ("line 2: 'stream_id' holds an escaped UTF-16 surrogate "
+                             "without its pair")
+    path.write_text('{"stream_id": "\\ud83d\\ude00", "t": 1, "x": 1.0}\n'  # a pair: 😀
+                    '{"stream_id": "\\\\ud800", "t": 1, "x": 1.0}\n')  # a backslash, u...
+    assert sorted(read_table(path)["stream_id"]) == ["\\ud800", "\U0001f600"]
+
+
 # --- the same data in every format ------------------------------------------------------
 
 SUFFIXES = ("csv", "parquet", "jsonl")

@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probcep.config.registry import RegisteredApprox, RegistryError, parse_entry
+from probcep.engine import PatternError
 from probcep.engine.approx import ErrorAutomaton, History, run_stream
 from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
 from probcep.pipeline import approx_day as approx
+from tests.engine.approx.reference import all_matches
+from tests.engine.strategies import LETTERS, patterns
 from tests.pipeline.nights import FrameSilver, context
 
 pytestmark = pytest.mark.slow
@@ -38,6 +41,9 @@ def test_registry_approx_entries():
     assert isinstance(entry, RegisteredApprox) and entry.budget == 2.0
     with pytest.raises(RegistryError, match="max_errors must be an integer"):
         parse_entry("x", {"pattern": "Door", "max_errors": -1, "window": 3}, DOMAIN)
+    with pytest.raises(RegistryError, match=r"window must be at most 9223372036854775807 "
+                                            r"\(2\^63 - 1\), got 10{30}"):
+        parse_entry("x", {"pattern": "Door", "max_errors": 1, "window": 10 ** 30}, DOMAIN)
     with pytest.raises(RegistryError, match="unknown field"):
         parse_entry("x", {"pattern": "Door", "max_errors": 1, "window": 3,
                           "policy": "single"}, DOMAIN)
@@ -62,8 +68,8 @@ def test_approx_day_writes_matches_bundles_and_history(spark, tmp_path, budget):
             want = run_stream(ErrorAutomaton.build("Door Room Door", 1, DOMAIN), 6, symbols,
                               list(g.t))
             got = matches[matches.stream_id == sid]
-            assert sorted(zip(got.first_tag, got.match_point, got.errors)) == sorted(
-                (m.start_tag, m.match_point, m.errors) for m in want.matches)
+            classes = {(m.start_tag, m.match_point, m.errors) for m in want.matches}
+            assert sorted(zip(got.first_tag, got.match_point, got.errors)) == sorted(classes)
             assert got.n_subsequences.sum() == want.n_matches
     histories = APPROX_HISTORY.read(tmp_path)
     assert sorted(histories["batch_date"].to_pylist()) == [day0, day1]
@@ -99,6 +105,48 @@ def test_a_partition_cut_into_any_batches_gives_each_streams_rows(lengths, cuts,
         if parts else whole.iloc[:0]
     pd.testing.assert_frame_equal(got.reset_index(drop=True), whole.reset_index(drop=True),
                                   check_dtype=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_streams_rows_are_its_match_classes_against_the_reference(data):
+    """One row per (first event, match point, errors), counting the subsequences of the
+    brute-force reference: the engine keeps a class per automaton state too, and
+    `Room{2,3}` over three `Room` ends `R0 R2` and `R0 R1 R2` in two states at once."""
+    letters = LETTERS[:data.draw(st.integers(2, 3))]
+    text, regex = data.draw(patterns(letters))
+    k, window = data.draw(st.integers(0, 2)), data.draw(st.integers(1, 5))
+    symbols = data.draw(st.lists(st.sampled_from(letters), min_size=1, max_size=8))
+    gaps = data.draw(st.lists(st.integers(1, 2), min_size=len(symbols),
+                              max_size=len(symbols)))
+    tags = list(np.cumsum(gaps))  # silver's t: one row per timestep
+    try:
+        ErrorAutomaton.build(text, k, letters)
+    except PatternError:
+        return  # refused as the registry refuses it
+    entry = RegisteredApprox(name="p", pattern=text, max_errors=k, window=window,
+                             budget=None, description="", version="v")
+    events = pd.DataFrame({"stream_id": "s", "t": tags, "symbol": symbols})
+    rows = approx._match_stream(events, [entry], tuple(letters), {})
+    rows = rows[rows["kind"] == "match"]
+    got = {(a, b, c): d for a, b, c, d in zip(rows.a, rows.b, rows.c, rows.d)}
+    assert len(got) == len(rows)  # no two rows of one class
+    want: dict = {}
+    for sigma, errors in all_matches("".join(symbols), tags, regex, letters, k,
+                                     window).items():
+        key = (tags[sigma[0]], tags[sigma[-1]], errors)
+        want[key] = want.get(key, 0) + 1
+    assert got == want
+
+
+def test_room_2_3_over_three_rooms_is_one_row_per_class():
+    entry = RegisteredApprox(name="p", pattern="Room{2,3}", max_errors=0, window=12,
+                             budget=None, description="", version="v")
+    events = pd.DataFrame({"stream_id": "p1", "t": [0, 1, 2], "symbol": ["Room"] * 3})
+    rows = approx._match_stream(events, [entry], DOMAIN, {})
+    rows = rows[rows["kind"] == "match"]
+    assert sorted(zip(rows.a, rows.b, rows.c, rows.d)) == [(0, 1, 0, 1), (0, 2, 0, 2),
+                                                           (1, 2, 0, 1)]
 
 
 def approx_rows(lake):

@@ -15,9 +15,11 @@ from probcep.cli.approx_output import stream_matches, symbol_codes, write_matche
 from probcep.cli.destinations import output_path
 from probcep.cli.stream_files import (
     INEXACT,
+    factorized,
     inexact_integers,
     no_bools,
     outside_int64,
+    ranked,
     read_table,
     record_place,
 )
@@ -32,15 +34,13 @@ from probcep.engine.approx import (
     run_stream,
 )
 from probcep.engine.approx.errors import MAX_ERRORS
-from probcep.engine.approx.matcher import DEFAULT_BURST, MAX_BUDGET
+from probcep.engine.approx.matcher import DEFAULT_BURST, MAX_BUDGET, MAX_WINDOW
 from probcep.engine.pattern import SYMBOL_NAME, PatternError
 from probcep.errors import InputError, ProbcepError
 
 COLUMNS = ("stream_id", "tag", "symbol")
 #: Refuse to print more critical subsequences than this unless told otherwise.
 DEFAULT_MAX_MATCHES = 100_000
-#: The longest window: tags are 64-bit integers, so a window spans at most their range.
-MAX_WINDOW = 2 ** 63 - 1
 
 
 def register(sub) -> None:
@@ -118,10 +118,20 @@ def read_events(path: Path) -> dict[str, pd.DataFrame]:
     inexact = inexact_integers(tags)
     if inexact.any():
         refuse(inexact, lambda row: f"tag {written.iloc[row]} {INEXACT}")
-    frame = pd.DataFrame({"stream_id": frame["stream_id"].astype(str),
-                          "tag": tags.astype("int64"), "symbol": frame["symbol"].astype(str)})
-    frame = frame.sort_values(["stream_id", "tag"], kind="stable")
-    return {sid: g.reset_index(drop=True) for sid, g in frame.groupby("stream_id", sort=True)}
+    # each id as its own text: pandas' hashing (a sort, a groupby, a categorical's
+    # astype) takes "s" and "s\x00" for one id, and would mix their events
+    ids = pd.Series([v if isinstance(v, str) else str(v)
+                     for v in frame["stream_id"].astype(object)], dtype=object)
+    codes, uniques = factorized(ids)
+    names, ranks = ranked(uniques, codes)
+    times = tags.astype("int64").to_numpy()
+    order = np.lexsort((times, ranks))  # stable: ties keep file order
+    ranks, events = ranks[order], pd.DataFrame({
+        "tag": times[order],
+        "symbol": frame["symbol"].astype(object).to_numpy()[order]})
+    cuts = np.flatnonzero(np.diff(ranks)) + 1
+    return {names[ranks[lo]]: events.iloc[lo:hi].reset_index(drop=True)
+            for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ranks)]) if hi > lo}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -219,5 +229,5 @@ def _shown(value) -> str:
     value = value.tolist() if isinstance(value, np.ndarray | np.generic) else value
     try:
         return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    except (TypeError, ValueError):  # a Parquet timestamp or date as it prints
+        return str(value)

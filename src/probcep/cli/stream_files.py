@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import warnings
 from collections import Counter
 from contextlib import contextmanager
@@ -208,6 +209,8 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             if type(value) is int and not -2 ** 63 <= value < 2 ** 63:
                 raise InputError(f"{path}: {record_place(path, i)}: {key} {value} is "
                                  f"outside the 64-bit integer range")
+    if _ESCAPED_SURROGATE.search("\n".join(lines)):
+        _refuse_lone_surrogates(path, records)
     frame = pd.DataFrame(records)
     if "stream_id" in frame and pd.api.types.infer_dtype(frame["stream_id"]) != "string":
         for i, record in enumerate(records):  # true, a list or an object: not an id
@@ -216,6 +219,24 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
                                  f"{json.dumps(record['stream_id'])} is not text or a number")
         frame["stream_id"] = [_text(r.get("stream_id")) for r in records]  # 7 stays "7"
     return frame
+
+
+#: an escaped `\uD800` to `\uDFFF`: half of a UTF-16 pair, which JSON may write alone
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(path: Path, records: list[dict]) -> None:
+    """An escaped surrogate without its pair is no character: pandas' hashing takes two
+    such ids for one stream, and no UTF-8 file can hold it (ingest refuses it too)."""
+    for i, record in enumerate(records):
+        for key, value in record.items():
+            for text in (key, value):
+                if isinstance(text, str):
+                    try:
+                        text.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise InputError(f"{path}: {record_place(path, i)}: {key!r} holds an "
+                                         f"escaped UTF-16 surrogate without its pair") from None
 
 
 def _refuse_bad_line(path: Path, lines: list[str], decode) -> NoReturn:
@@ -329,12 +350,12 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
     if "" in domain:  # as a CSV header's empty name is
         column = [str(c) for c in frame.columns].index("") + 1
         raise InputError(f"{source}: column {column} has no name")
-    codes, uniques = _factorized(frame["stream_id"])
+    codes, uniques = factorized(frame["stream_id"])
     missing = (codes < 0) | np.isin(codes, [k for k, u in enumerate(uniques) if u == ""])
     if missing.any():  # an empty id too, as in a CSV file, which cannot tell them apart
         row = int(np.flatnonzero(missing)[0])
         raise InputError(f"{source}: {record_place(source, row)}: stream_id is missing")
-    names, codes = _ranked(uniques, codes)
+    names, codes = ranked(uniques, codes)
     t = pd.to_numeric(no_bools(frame["t"]), errors="coerce")
     bad = t.isna() | (t != np.floor(t))
     if bad.any():
@@ -364,7 +385,7 @@ def blocks_from_frame(frame: pd.DataFrame, source: str = "input") -> tuple[tuple
                            lambda r, c: _plain(frame[domain[c]].iloc[r]))
 
 
-def _factorized(ids: pd.Series) -> tuple[np.ndarray, list]:
+def factorized(ids: pd.Series) -> tuple[np.ndarray, list]:
     """pandas' factorize (missing ids coded -1), unless an id holds a NUL character:
     pandas' hashing stops at it, taking "a" and "a\\x00b" for one stream."""
     if not any(isinstance(s, str) and "\x00" in s for s in ids):
@@ -375,7 +396,7 @@ def _factorized(ids: pd.Series) -> tuple[np.ndarray, list]:
     return codes, list(index)
 
 
-def _ranked(uniques, codes: np.ndarray) -> tuple[list[str], np.ndarray]:
+def ranked(uniques, codes: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Stream ids as text in the order of their text, and each row's rank among them."""
     names = sorted({str(u) for u in uniques})
     rank = {name: i for i, name in enumerate(names)}
@@ -573,7 +594,7 @@ def _parquet_blocks(path: Path):
         uniques = chunks[0].dictionary.to_pylist() if chunks else []
     except UnicodeDecodeError:
         return None  # an id that is not UTF-8: the pandas way says where
-    names, codes = _ranked(uniques, codes)
+    names, codes = ranked(uniques, codes)
     times = table["t"].to_numpy().astype(np.int64, copy=False)
     values = np.empty((len(table), len(domain)))
     for c, name in enumerate(domain):

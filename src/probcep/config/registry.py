@@ -19,7 +19,7 @@ import yaml
 from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine import PatternError, Query
 from probcep.engine.approx.errors import MAX_ERRORS, check_approx_size
-from probcep.engine.approx.matcher import MAX_BUDGET
+from probcep.engine.approx.matcher import MAX_BUDGET, MAX_WINDOW
 from probcep.engine.grouping import POLICIES, QueryError
 from probcep.engine.pattern import tokenize
 from probcep.errors import ProbcepError
@@ -171,6 +171,9 @@ def _parse_approx(name, entry, domain, where) -> RegisteredApprox:
     _check_fields(entry, APPROX_FIELDS, APPROX_REQUIRED, where, " (approximate matching)")
     _check_values(entry, APPROX_NULLABLE, where)
     k, window, budget = entry["max_errors"], entry["window"], entry.get("budget")
+    if window > MAX_WINDOW:  # silver's t is a 64-bit integer, as the command's tags are
+        raise RegistryError(f"{where('window')}: window must be at most {MAX_WINDOW} "
+                            f"(2^63 - 1), got {window}")
     try:
         from probcep.engine import compile_pattern
 

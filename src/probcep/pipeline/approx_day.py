@@ -26,6 +26,8 @@ from probcep.lake.spark import literal
 from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
 from probcep.pipeline.context import RunContext, pattern_versions
 
+#: Counts of subsequences grow as 2^window; stored ones stop here, as `n_matches` does.
+INT64_MAX = 2 ** 63 - 1
 _OUT = ("kind string, pattern string, pattern_version string, stream_id string, "
         "a long, b long, c long, d long, e long")
 
@@ -82,12 +84,19 @@ def _match_stream(events, entries, domain, histories):
             policy = make_policy("history", history=pickle.loads(histories[entry.name]))
         result = run_stream(ea, entry.window, symbols, tags, budget=budget, policy=policy,
                             stream_id=sid)
+        # one row per (first event, last event, errors): the engine keeps a class per
+        # automaton state too, and two states can end one match at the same errors
+        classes: dict = {}
         for m in result.matches:
+            key = (m.start, m.position, m.errors)
+            first = classes.setdefault(key, [m, 0])
+            first[1] += m.count
+        for m, count in classes.values():
             rows.append(("match", entry.name, entry.version, sid, m.start_tag, m.match_point,
-                         m.errors, m.count, None))
+                         m.errors, min(count, INT64_MAX), None))
         for b in result.bundles:
             rows.append(("bundle", entry.name, entry.version, sid, b.bundle_id, b.first_point,
-                         b.last_point, b.n_matches, b.min_errors))
+                         b.last_point, min(b.n_matches, INT64_MAX), b.min_errors))
     return pd.DataFrame(rows, columns=[c.split()[0] for c in _OUT.split(", ")])
 
 
@@ -178,13 +187,16 @@ def _learn(events, entries, domain, histories, train_streams: int) -> dict[str, 
 
     ids = [r.stream_id for r in events.select("stream_id").distinct()
            .orderBy("stream_id").limit(train_streams).collect()]
-    sample = events.where(events.stream_id.isin(ids)).toPandas().sort_values(["stream_id", "t"])
+    sample = events.where(events.stream_id.isin(ids)).toPandas()
+    # by Python's equality, not pandas' hashing, which takes "s" and "s\x00" for one id
+    streams = [sample[sample["stream_id"] == sid].sort_values("t", kind="stable")
+               for sid in ids]
     learned = {}
     for entry in entries:
         history = pickle.loads(histories[entry.name])
         ea = _automaton(entry.pattern, entry.max_errors, tuple(domain))
         learner = HistoryPolicy(history)
-        for sid, g in sample.groupby("stream_id"):
+        for sid, g in zip(ids, streams):
             run_stream(ea, entry.window, list(g["symbol"]), list(g["t"]), policy=learner,
                        stream_id=str(sid))
         history.refresh_maps()

@@ -93,6 +93,8 @@ DEFAULT_BURST = 10.0
 #: The largest budget (work units an event) and burst: their product, the budget's
 #: credit cap, stays a finite float whose whole part is an exact integer.
 MAX_BUDGET = 1e15
+#: The longest window: tags are 64-bit integers, so a window spans at most their range.
+MAX_WINDOW = 2 ** 63 - 1
 
 
 class Budget:
