@@ -40,6 +40,22 @@ def test_a_yes_or_no_is_not_a_number(tmp_path, setting):
         load_settings(path, env={})
 
 
+@pytest.mark.parametrize(("policy", "steps", "held", "label"), [
+    ("hold_last", 5, 5, "hold_last (5 steps)"),
+    ("hold_last", 10 ** 30, 1439, "hold_last (1439 steps)"),  # a Spark traceback, exit 1
+    ("hold_last", 0, 0, "hold_last (0 steps)"),
+    ("uniform", 10 ** 30, 0, "uniform"), ("no_reading", 7, 0, "no_reading")])
+def test_a_hold_ends_with_its_day(tmp_path, policy, steps, held, label):
+    """Every hold ends where its day ends, so a larger `hold_last_steps` means the same
+    (QA, 2026-11-27: 10^14 and 10^30 reached Spark, after ingest had committed)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("lake_root: x\nlanding_dir: y\ntimestep_seconds: 60\n"
+                    f"epoch: '2026-01-01T00:00:00'\ndomain: [A]\ngap_policy: {policy}\n"
+                    f"hold_last_steps: {steps}\n")
+    loaded = load_settings(path, env={})
+    assert (loaded.held_steps, loaded.gap_label) == (held, label)
+
+
 def test_settings_are_found_in_order(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert settings_file(env={}) == PACKAGED  # nothing here: the packaged defaults

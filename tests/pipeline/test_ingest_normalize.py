@@ -368,7 +368,9 @@ def test_a_backfill_makes_silver_in_one_pass_as_nights_and_a_renormalize_would(
 def test_a_lake_refuses_settings_whose_clock_would_rename_its_times(spark, settings, tmp_path,
                                                                    capsys):
     """Silver's t count timesteps of the clock it was made with; another timestep or
-    epoch would stamp every group with another time (group-day did, silently)."""
+    epoch would stamp every group with another time (group-day did, silently). So with
+    the gap policy: a night under another would go on from the states and held rows of
+    the lake's (QA, 2026-11-27: `uniform` after `hold_last` ran, alerts +5 -6, unsaid)."""
     from probcep.errors import ProbcepError
 
     write(settings, long_rows(), "readings.csv")
@@ -376,14 +378,24 @@ def test_a_lake_refuses_settings_whose_clock_would_rename_its_times(spark, setti
     normalize_day(run(settings), DAY)
     path = tmp_path / "probcep.yaml"
 
-    def settings_file(step, epoch):
+    def settings_file(step, epoch, gaps=""):
         path.write_text(f"lake_root: {settings.lake_root}\nlanding_dir: "
                         f"{settings.landing_dir}\ntimestep_seconds: {step}\nepoch: '{epoch}'\n"
-                        f"domain: {list(settings.domain)}\nregistry: {settings.registry}\n")
+                        f"domain: {list(settings.domain)}\nregistry: {settings.registry}\n"
+                        + gaps)
         return path
 
     same = RunContext.open("group-day", settings=settings_file(60, "2026-01-01T00:00:00"))
     assert same.clock == settings.clock
+    assert settings.gap_label == "no_reading"
+    RunContext.open("group-day", settings=settings_file(  # no hold under no_reading
+        60, "2026-01-01T00:00:00", "hold_last_steps: 9\n"))
+    for gaps, label in (("gap_policy: uniform\n", "uniform"),
+                        ("gap_policy: hold_last\n", r"hold_last \(5 steps\)")):
+        with pytest.raises(ProbcepError, match=f"silver was made under gap_policy no_reading, "
+                                               f"the settings' is {label}: its rows"):
+            RunContext.open("group-day", settings=settings_file(60, "2026-01-01T00:00:00",
+                                                                gaps))
     for step, epoch in ((30, "2026-01-01T00:00:00"), (60, "2025-12-31T00:00:00")):
         with pytest.raises(ProbcepError, match="silver's t count timesteps of 60 s from "
                                                "2026-01-01T00:00:00 UTC, the settings' of"):

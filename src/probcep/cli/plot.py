@@ -76,7 +76,7 @@ def from_lake(args: argparse.Namespace) -> int:
     from probcep.config.registry import load_registry
     from probcep.config.settings import load_settings
     from probcep.lake.slices import with_silence
-    from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS, refuse_other_clock
+    from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS, refuse_other_silver
     from probcep.pipeline.evaluate import read_episodes
 
     settings = load_settings(args.settings, lake=args.lake)
@@ -93,7 +93,7 @@ def from_lake(args: argparse.Namespace) -> int:
 
     if not SILVER.exists(args.lake):
         raise ProbcepError(f"{SILVER.path(args.lake)}: no silver table here")
-    refuse_other_clock(args.lake, clock.label)
+    refuse_other_silver(args.lake, clock.label, settings.gap_label)
     ours = [("stream_id", "=", args.stream)]
     known = SILVER.read(args.lake, ours).to_pandas().sort_values("t")
     if not len(known):

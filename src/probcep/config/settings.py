@@ -154,6 +154,22 @@ class Settings:
     def steps_per_day(self) -> int:
         return int(dt.timedelta(days=1) / self.step)
 
+    @property
+    def held_steps(self) -> int:
+        """How many timesteps after a reading repeat it: `hold_last_steps` under
+        `hold_last` (none otherwise), at most to the day's end, where every hold ends."""
+        if self.gap_policy != "hold_last":
+            return 0
+        return min(self.hold_last_steps, self.steps_per_day() - 1)
+
+    @property
+    def gap_label(self) -> str:
+        """What fills silver's gaps, as silver's commits record it: a lake made under one
+        has its rows, groups and engine states, which another would not give."""
+        if self.gap_policy == "hold_last":
+            return f"hold_last ({self.held_steps} steps)"
+        return self.gap_policy
+
 
 def settings_file(path: str | Path | None = None, env=None) -> Path:
     """Which file holds the settings: `path`, PROBCEP_SETTINGS, ./probcep.yaml, or the

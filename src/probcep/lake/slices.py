@@ -17,7 +17,7 @@ import numpy as np
 
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError
-from probcep.lake.tables import SILVER, local_files, refuse_other_clock
+from probcep.lake.tables import SILVER, local_files, refuse_other_silver
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,
     lake = settings.lake_root
     if not SILVER.exists(lake):
         raise ProbcepError(f"{SILVER.path(lake)}: no silver table here")
-    refuse_other_clock(lake, settings.clock.label)
+    refuse_other_silver(lake, settings.clock.label, settings.gap_label)
     clock = settings.clock
     first, last = clock.timestep(start), clock.timestep(end - dt.timedelta(0, 0, 1))
     import pyarrow as pa

@@ -391,16 +391,24 @@ def local_files(table, filters=None) -> list[str]:
             for f in table.file_uris(file_pruning_predicate=filters or None)]
 
 
-def refuse_other_clock(lake, label: str) -> None:
-    """ProbcepError when silver's `t` were counted on another clock than `label`'s (the
-    settings' `timestep_seconds` and `epoch`): every t would name another time, and a
-    slice or a plot would find no rows where they are."""
+def refuse_other_silver(lake, clock: str, gaps: str) -> None:
+    """ProbcepError when silver was made on another clock than `clock` (the settings'
+    `timestep_seconds` and `epoch`: every t would name another time, and a slice or a
+    plot would find no rows where they are), or under another gap policy than `gaps`
+    (`Settings.gap_label`: its held rows, groups and engine states are the other
+    silence's, and a night would go on from them as if they were this one's)."""
     made_with = SILVER.recorded(lake, "clock")
-    if made_with not in (None, label):
+    if made_with not in (None, clock):
         raise ProbcepError(f"{SILVER.path(lake)}: silver's t count timesteps of "
-                           f"{made_with}, the settings' of {label}: every t would name "
+                           f"{made_with}, the settings' of {clock}: every t would name "
                            f"another time (use the lake's timestep_seconds and epoch, or "
                            f"another lake_root)")
+    made_under = SILVER.recorded(lake, "gaps")
+    if made_under not in (None, gaps):
+        raise ProbcepError(f"{SILVER.path(lake)}: silver was made under gap_policy "
+                           f"{made_under}, the settings' is {gaps}: its rows, groups and "
+                           f"engine states hold the other silence (use the lake's "
+                           f"gap_policy and hold_last_steps, or another lake_root)")
 
 
 def silver_schema(symbols: Sequence[str]) -> pa.Schema:

@@ -22,7 +22,7 @@ from probcep.config.clock import Clock, iso_day
 from probcep.config.registry import RegisteredApprox, RegisteredPattern, load_registry
 from probcep.config.settings import Settings, load_settings
 from probcep.errors import ProbcepError
-from probcep.lake.tables import SILVER, refuse_other_clock
+from probcep.lake.tables import SILVER, refuse_other_silver
 
 
 class SilverSource(Protocol):
@@ -178,7 +178,7 @@ class RunContext:
             loaded = dataclasses.replace(loaded, registry=Path(registry))
         silver = DistributionFiles(Path(source)) if source else LakeSilver(loaded)
         if not source:
-            refuse_other_clock(loaded.lake_root, loaded.clock.label)
+            refuse_other_silver(loaded.lake_root, loaded.clock.label, loaded.gap_label)
         entries = load_registry(loaded.registry, silver.domain())
         unknown = [n for n in patterns or () if n not in entries]
         if unknown:

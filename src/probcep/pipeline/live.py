@@ -297,7 +297,8 @@ class LiveQuery:
         if committed(LIVE_STATE, lake, app, batch_id):
             log.info("batch %d: written before a restart, nothing to do", batch_id)
             return None
-        meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label}
+        meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label,
+                "gaps": s.gap_label}
         data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
         refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
         if outside:  # no night reads them either: said, not passed over unseen
@@ -563,7 +564,7 @@ class LiveQuery:
         """Silver rows of the day's timesteps [lo, hi), from bronze as the night reads it
         (batches ingested on or after the day)."""
         s = self.settings
-        held = s.hold_last_steps if s.gap_policy == "hold_last" else 0
+        held = s.held_steps
         start, stop = s.clock.time(max(s.clock.day_range(day)[0], lo - held)), s.clock.time(hi)
         # only the files whose statistics may hold these readings: bronze grows by a
         # file a micro-batch, and Spark would open each one's footer to skip it

@@ -78,7 +78,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
                 raise ProbcepError(f"no bronze readings ingested for {day} or later in "
                                    f"{BRONZE.path(lake)}: run `probcep ingest --date {day}`")
             SILVER.clear_day(lake, day, ctx.commit_meta(date=day.isoformat(),
-                                                        clock=ctx.clock.label))
+                                                        clock=ctx.clock.label,
+                                                        gaps=settings.gap_label))
             reports[day] = NormalizeReport(day, 0, 0)  # a day of silence: no Spark needed
         if heard:
             spark = ctx.spark
@@ -92,7 +93,8 @@ def normalize_days(ctx: RunContext, days: list[dt.date]) -> list[NormalizeReport
 
             made = replace_days(silver, SILVER, lake, heard,
                                 lambda d: ctx.commit_meta(date=d.isoformat(),
-                                                          clock=ctx.clock.label),
+                                                          clock=ctx.clock.label,
+                                                          gaps=settings.gap_label),
                                 settings.target_file_bytes, check=check, count="stream_id")
             reports.update({d: NormalizeReport(d, *made[d]) for d in heard})
         for day in days:
@@ -216,7 +218,7 @@ def _rows(bronze, settings, lo: int, hi: int, date, wanted, stop, ordered: bool 
     first_of_day = settings.clock.day_range(settings.clock.day_of(lo))[0]
     step_us = settings.clock.step_micros
     epoch_us = settings.clock.epoch_micros
-    held = settings.hold_last_steps if settings.gap_policy == "hold_last" else 0
+    held = settings.held_steps
     t = F.floor((F.unix_micros("ts") - F.lit(epoch_us)) / F.lit(step_us)).cast("long")
     readings = bronze.withColumn("t", t).where(
         (F.col("t") >= max(first_of_day, lo - held)) & (F.col("t") < hi) & wanted)
