@@ -27,6 +27,9 @@ from airflow.sdk import Param, dag, task
 PROJECT = Path(os.environ.get("PROBCEP_HOME") or Path(__file__).resolve().parents[1])
 DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 
+#: The longest range `check_params` passes: longer is a backfill, or a mistyped year.
+MAX_DAYS = 92
+
 DEFAULT_ARGS = {
     "owner": "probcep",
     "retries": 1,
@@ -60,8 +63,13 @@ PARAMS = {
 )
 def probcep_rerun():
     @task(retries=0)
-    def check_params(params=None) -> list[str]:
+    def check_params(params=None, dag_run=None) -> list[str]:
         """The rerun job's arguments, after the checks the form cannot make."""
+        # Airflow passes keys the form does not declare on unchecked: a mistyped
+        # `pattern` would rerun every pattern (QA, 2026-11-27)
+        unknown_keys = sorted(set(getattr(dag_run, "conf", None) or {}) - set(PARAMS))
+        if unknown_keys:
+            raise ValueError(f"unknown param(s) {unknown_keys}; known: {', '.join(PARAMS)}")
         first = dt.date.fromisoformat(params["date_from"])
         last = dt.date.fromisoformat(params["date_to"])
         if last < first:
@@ -69,11 +77,21 @@ def probcep_rerun():
         today = dt.datetime.now(dt.UTC).date()
         if last > today:  # the job would refuse it, after a spark-submit and a retry
             raise ValueError(f"date_to {last} has not begun (today is {today}, UTC)")
+        days = (last - first).days + 1
+        if days > MAX_DAYS:  # a mistyped year: hours of days of silence, then a retry
+            raise ValueError(f"{days} days from {first} to {last}: a rerun after a data fix "
+                             f"takes at most {MAX_DAYS}; trigger several, or run "
+                             f"`probcep rerun --from {first} --to {last}` by hand")
         from probcep.config.correlations import load_correlations
         from probcep.config.registry import load_registry
         from probcep.config.settings import load_settings
 
         s = load_settings()  # the registry checked as the job will, for all patterns too
+        folder = s.landing_dir / today.isoformat()
+        if last == today and not folder.exists():  # as the job would, after a spark-submit
+            raise ValueError(f"date_to {last} is today, and its landing folder {folder} "
+                             f"does not exist: the day has not ended, so it is no day of "
+                             f"silence yet")
         known = load_registry(s.registry, s.silver_domain)
         load_correlations(s.registry, s.silver_domain, known, s.step)
         patterns = list(params.get("patterns") or [])

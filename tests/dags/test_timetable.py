@@ -191,6 +191,25 @@ def test_the_tasks_read_the_registry_as_the_jobs_do(nightly, tmp_path_factory, t
     future = (dt.datetime.now(dt.UTC).date() + dt.timedelta(days=2)).isoformat()
     with pytest.raises(ValueError, match="has not begun"):
         rerun.get_task("check_params").python_callable(params={**good, "date_to": future})
+    # QA, 2026-11-27: a conf key the form does not declare was passed over (a mistyped
+    # `pattern` reran every pattern), 10,000 days ran for hours, and today without its
+    # folder was refused by the job after a spark-submit and a retry
+    check = rerun.get_task("check_params").python_callable
+    conf = {**good, "pattern": ["nope"], "dry_run": True}
+    with pytest.raises(ValueError, match=r"unknown param\(s\) \['dry_run', 'pattern'\]; "
+                                         r"known: date_from, date_to, patterns, reason"):
+        check(params=conf, dag_run=SimpleNamespace(conf=conf))
+    assert check(params=good, dag_run=SimpleNamespace(conf=good))[:2] == ["--from",
+                                                                           "2026-01-01"]
+    with pytest.raises(ValueError, match="9999 days from 1999-07-13 to 2026-11-26: a rerun "
+                                         "after a data fix takes at most 92"):
+        check(params={**good, "date_from": "1999-07-13", "date_to": "2026-11-26"})
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    with pytest.raises(ValueError, match=f"date_to {today} is today, and its landing folder "
+                                         f".*/in/{today} does not exist"):
+        check(params={**good, "date_from": today, "date_to": today})
+    (tmp_path / "in" / today).mkdir(parents=True)
+    assert check(params={**good, "date_from": today, "date_to": today})[3] == today
     for text, said in (("patterns:\n  p: {pattern: 'a b', window: [40\n", "line"),
                        ("patterns:\n  - p\n", "expected a mapping 'patterns:'")):
         registry.write_text(text)

@@ -786,7 +786,10 @@ def _day_report(day: dt.date, files: list[Path], batch: CheckedBatch, taken: Tak
         duplicates=taken.duplicates.get(day, 0),
         renormalized=renormalized, aggregation=settings.aggregation)
     if report.rows and report.quarantined / report.rows > settings.max_quarantine_fraction:
+        worst = max(counted, key=lambda c: (c.quarantined, c.file))  # where to look first
         raise IngestError(f"{report.line()}: quarantined fraction "
                           f"{report.quarantined / report.rows:.3f} exceeds "
-                          f"max_quarantine_fraction {settings.max_quarantine_fraction}")
+                          f"max_quarantine_fraction {settings.max_quarantine_fraction} "
+                          f"(most from {worst.file}: {worst.quarantined} of its "
+                          f"{worst.records} records)")
     return report
