@@ -397,18 +397,18 @@ def refuse_other_silver(lake, clock: str, gaps: str) -> None:
     plot would find no rows where they are), or under another gap policy than `gaps`
     (`Settings.gap_label`: its held rows, groups and engine states are the other
     silence's, and a night would go on from them as if they were this one's)."""
-    made_with = SILVER.recorded(lake, "clock")
-    if made_with not in (None, clock):
-        raise ProbcepError(f"{SILVER.path(lake)}: silver's t count timesteps of "
-                           f"{made_with}, the settings' of {clock}: every t would name "
-                           f"another time (use the lake's timestep_seconds and epoch, or "
-                           f"another lake_root)")
-    made_under = SILVER.recorded(lake, "gaps")
-    if made_under not in (None, gaps):
-        raise ProbcepError(f"{SILVER.path(lake)}: silver was made under gap_policy "
-                           f"{made_under}, the settings' is {gaps}: its rows, groups and "
-                           f"engine states hold the other silence (use the lake's "
-                           f"gap_policy and hold_last_steps, or another lake_root)")
+    said = {
+        "clock": lambda made: (f"silver's t count timesteps of {made}, the settings' of "
+                               f"{clock}: every t would name another time (use the lake's "
+                               f"timestep_seconds and epoch, or another lake_root)"),
+        "gaps": lambda made: (f"silver was made under gap_policy {made}, the settings' is "
+                              f"{gaps}: its rows, groups and engine states hold the other "
+                              f"silence (use the lake's gap_policy and hold_last_steps, or "
+                              f"another lake_root)")}
+    for key, wanted in (("clock", clock), ("gaps", gaps)):
+        made = SILVER.recorded(lake, key)
+        if made not in (None, wanted):
+            raise ProbcepError(f"{SILVER.path(lake)}: {said[key](made)}")
 
 
 def silver_schema(symbols: Sequence[str]) -> pa.Schema:
