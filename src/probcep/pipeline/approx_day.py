@@ -1,7 +1,7 @@
 """Approximate patterns of a day (docs/semantics.md §7), run by `group-day`.
 
 For a registry entry with `max_errors`, a day of silver becomes a deterministic event
-stream per stream id (the most likely symbol at each timestep, tag = t); the executors
+stream per stream id (the most likely symbol at each stored timestep, tag = t); the executors
 run ACEP (or RC-ACEP under the entry's budget, with the history policy) per stream, and
 the matches and bundles land in gold tables. The learned history lives in the lake, one
 row per pattern version and day: each night starts from the previous night's history,
@@ -135,8 +135,9 @@ def _match_partition(batches, entries, domain, histories):
 def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
     """Match a day of silver for the run's approximate patterns; write matches, bundles
     and histories. The events are silver's rows: a timestep with no reading is no event
-    (skip-till-any-match would skip it anyway). A day of silence has no matches and
-    learns nothing: it saves no history, so the next day starts from the one before.
+    (skip-till-any-match would skip it anyway), a held one (`hold_last`) is. A day of
+    silence has no matches and learns nothing: it saves no history, so the next day
+    starts from the one before.
     Returns the counts, whether any row changed, and whether the day was silent."""
     lake_root, entries, run_id = ctx.lake, ctx.approximate, ctx.run_id
     domain = tuple(ctx.domain)
