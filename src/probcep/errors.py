@@ -31,7 +31,8 @@ _SPARK_FILE = re.compile(r"while writing rows to (?:file:)?(\S+?)\.?(?:\s|$)")
 #: Python in a traceback's text say a file system refused a path.
 _REFUSED_TEXT = re.compile(
     r"(?:Mkdirs failed to create|mkdir of) (?:file:)?(?P<mkdirs>\S+)"
-    r"|(?:file:)?(?P<path>/\S+) \((?P<why>Permission denied|Read-only file system)\)"
+    r"|(?:file:)?(?P<path>/\S+) \((?P<why>Permission denied|Operation not permitted|"
+    r"Read-only file system)\)"
     r"|AccessDeniedException: (?:file:)?(?P<denied>\S+)"
     r"|Unable to open file (?P<rust>/\S+?)(?:#\d+)?:?\s.*?"
     r"(?P<rust_why>Operation not permitted|Permission denied|Read-only file system) "

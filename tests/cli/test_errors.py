@@ -426,6 +426,11 @@ ARROW_REFUSED = PermissionError(errno.EPERM, "Cannot create directory '/lake/g/_
     (RuntimeError("java.io.FileNotFoundException: /lake/s/part-0.parquet (Permission denied)"),
      "permission denied: /lake/s/part-0.parquet"),
     (RuntimeError("java.nio.file.AccessDeniedException: /lake/s"), "permission denied: /lake/s"),
+    # the checkpoint made immutable while live ran (QA, 2026-11-27: exit 1)
+    (RuntimeError("[STREAM_FAILED] Query [id = b2aa] terminated with exception: "
+                  "/lake/_live/checkpoint/offsets/.6.0aa0.tmp (Operation not permitted) "
+                  "SQLSTATE: XXKST"),
+     "operation not permitted: /lake/_live/checkpoint/offsets/.6.0aa0.tmp"),
 ])
 def test_a_refusing_file_system_is_one_line_naming_where(tmp_path, failure, says):
     """Hadoop names the deepest folder of its write: the line names the nearest that

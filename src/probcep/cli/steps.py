@@ -134,7 +134,7 @@ def _writes(step: str):
 
 
 @contextmanager
-def _context(args: argparse.Namespace, step: str):
+def _context(args: argparse.Namespace, step: str, writes: bool = True):
     """The step's run context, once the lake folders it writes (tables, Data Docs) are
     known to be writable: before any work, no Spark yet. A full disk in the block is one
     error line naming the file, else the lake."""
@@ -144,6 +144,9 @@ def _context(args: argparse.Namespace, step: str):
     ctx = RunContext.open(step, settings=args.settings, lake=args.lake,
                           registry=args.registry, patterns=getattr(args, "pattern", None),
                           source=getattr(args, "source", None), master=args.master)
+    if not writes:  # `live --status`: it reads, also a lake it may not write
+        yield ctx
+        return
     docs = step in ("normalize", "validate-gold", "run", "rerun")  # they write Data Docs
     folders = [ctx.docs_dir] if docs else [ctx.settings.checkpoint] if step == "live" else []
     check_writable(ctx.lake, _writes(step), folders=folders)
@@ -282,7 +285,7 @@ def rerun(args: argparse.Namespace) -> int:
 def live(args: argparse.Namespace) -> int:
     from probcep.pipeline.live import LiveQuery, status
 
-    with _context(args, "live") as ctx:
+    with _context(args, "live", writes=not args.status) as ctx:
         if args.status:
             from probcep.lake.tables import LIVE_STATUS
 

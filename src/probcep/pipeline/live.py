@@ -221,6 +221,9 @@ class LiveQuery:
             server = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
             if server is not None:
                 server.handle_error = lambda request, address: None
+            # nor py4j's lost calls (`logging.exception` on the root logger, and the
+            # callback server's), some 60 lines before the one that says what happened
+            logging.disable(logging.ERROR)
             self.echo(f"live: {signal.Signals(signum).name}: stopping after the micro-batch "
                       "in progress (again to stop at once)")
 
@@ -247,6 +250,8 @@ class LiveQuery:
                 jvm_gone = True
             for sig, handler in before.items():
                 signal.signal(sig, handler)
+        if not jvm_gone:  # gone, the process ends now, and py4j's threads may still print
+            logging.disable(logging.NOTSET)
         if jvm_gone:
             # SIGTERM to the process group (`timeout`, systemd's default KillMode): the
             # JVM's shutdown hook stopped Spark under the query (QA: a traceback, exit 1)
