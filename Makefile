@@ -17,13 +17,14 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(VENV)/bin/probcep demo
 
-test: setup
-	$(VENV)/bin/ruff check src tests jobs dags benchmarks examples
+test: lint
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not soak"  # a file per worker, both cores
 
-test-all: setup  # the suite with the soak tests (about 25 min here)
-	$(VENV)/bin/ruff check src tests jobs dags benchmarks examples
+test-all: lint  # the suite with the soak tests (about 25 min here)
 	$(PY) -m pytest -q -n 2 --dist loadfile
+
+lint: setup
+	$(VENV)/bin/ruff check src tests jobs dags benchmarks examples
 
 bench: setup
 	$(PY) benchmarks/engine_throughput.py

@@ -334,7 +334,8 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         domain=tuple(domain), no_reading_symbol=reserved,
         aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
         max_quarantine_fraction=float(fraction),
-        registry=where("registry") if v.get("registry") else base / "patterns.yaml",
+        registry=where("registry") if v.get("registry")
+        else Path(os.path.abspath(base / "patterns.yaml")),
         target_file_mb=float(file_mb), missing_day=missing, wide_sum=wide_sum,
         backfill_days=per_pass,
         live_checkpoint=where("live_checkpoint", lake_base) if v.get("live_checkpoint")
