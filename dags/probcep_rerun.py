@@ -85,13 +85,14 @@ def probcep_rerun():
         from probcep.config.correlations import load_correlations
         from probcep.config.registry import load_registry
         from probcep.config.settings import load_settings
+        from probcep.pipeline.landing import data_files
 
         s = load_settings()  # the registry checked as the job will, for all patterns too
         folder = s.landing_dir / today.isoformat()
-        if last == today and not folder.exists():  # as the job would, after a spark-submit
+        if last == today and not (folder.is_dir() and data_files(folder)):  # as the job
             raise ValueError(f"date_to {last} is today, and its landing folder {folder} "
-                             f"does not exist: the day has not ended, so it is no day of "
-                             f"silence yet")
+                             f"holds no data file: the day has not ended, so it is no day "
+                             f"of silence yet")  # would, after a spark-submit and a retry
         known = load_registry(s.registry, s.silver_domain)
         load_correlations(s.registry, s.silver_domain, known, s.step)
         patterns = list(params.get("patterns") or [])

@@ -998,6 +998,45 @@ def test_ingest_of_a_day_that_has_not_begun_names_its_folder(tmp_path, capsys, m
     assert not (tmp_path / "lake").exists()
 
 
+@pytest.mark.parametrize("argv,said", [
+    # QA, 2026-11-27: an offset reaching past year 1..9999 in UTC was an OverflowError
+    (["slice", "--stream", "s", "--start", "2026-01-01", "--end",
+      "9999-12-31T23:59:59.999999-23:59"], "argument --end: invalid ISO time value"),
+    (["slice", "--stream", "s", "--start", "0001-01-01T00:00:00+02:00", "--end",
+      "2026-01-01"], "argument --start: invalid ISO time value"),
+    (["plot", "--stream", "s", "--pattern", "room_visit", "--from",
+      "0001-01-01T00:00+01:00"], "'0001-01-01T00:00+01:00' is outside the years 1 to 9999"),
+    # an output inside the lake read would replace one of its files (a log's commit)
+    (["slice", "--stream", "s", "--start", "2026-01-01", "--end", "2026-01-02", "-o",
+      "{lake}/silver/distributions/_delta_log/00000000000000000003.json"],
+     "cannot write {lake}/silver/distributions/_delta_log/00000000000000000003.json: it "
+     "is inside the lake {lake}, which the command reads; nothing read"),
+    (["plot", "--stream", "s", "--pattern", "room_visit", "-o", "{lake}/x.png"],
+     "cannot write {lake}/x.png: it is inside the lake {lake}"),
+    (["evaluate", "--episodes", "{lake}/../e.csv", "--plot", "{lake}/gold/x.png"],
+     "cannot write {lake}/gold/x.png: it is inside the lake {lake}"),
+    # what a lake's plot would draw unsaid: no groups, or the registered θ for the one given
+    (["plot", "--stream", "s", "--pattern", "visit_one_missing"],
+     "--pattern visit_one_missing is an approximate pattern: plot draws the groups"),
+    (["plot", "--stream", "s", "--pattern", "room_visit", "--threshold", "0.9", "--window",
+      "3"], "--threshold, --window: with --lake the groups drawn are the registered"),
+])
+def test_slice_plot_and_evaluate_refuse_in_one_line(tmp_path, capsys, argv, said):
+    lake = tmp_path / "lake"
+    (lake / "gold").mkdir(parents=True)
+    (lake / "silver" / "distributions" / "_delta_log").mkdir(parents=True)
+    (tmp_path / "e.csv").write_text("pattern,stream_id,start,end\n")
+    argv = [a.format(lake=lake) for a in argv]
+    try:
+        code = main([*argv, "--lake", str(lake)])
+    except SystemExit as refused:  # argparse's own line
+        code = refused.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert said.format(lake=lake) in err
+    assert "Traceback" not in err and not list(lake.rglob("*.json"))
+
+
 @pytest.mark.parametrize("start,end,refused", [
     ("2026-01-01T00:00+05:00", "2026-01-02", False),
     ("2026-01-02T00:00+05:00", "2026-01-01T18:00", True),  # 19:00Z: the end is before it

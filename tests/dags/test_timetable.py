@@ -205,10 +205,14 @@ def test_the_tasks_read_the_registry_as_the_jobs_do(nightly, tmp_path_factory, t
                                          "after a data fix takes at most 92"):
         check(params={**good, "date_from": "1999-07-13", "date_to": "2026-11-26"})
     today = dt.datetime.now(dt.UTC).date().isoformat()
-    with pytest.raises(ValueError, match=f"date_to {today} is today, and its landing folder "
-                                         f".*/in/{today} does not exist"):
-        check(params={**good, "date_from": today, "date_to": today})
-    (tmp_path / "in" / today).mkdir(parents=True)
+    for made in ((), ("_COMPLETE",)):  # none yet, or a folder made at midnight
+        for name in made:
+            (tmp_path / "in" / today).mkdir(parents=True, exist_ok=True)
+            (tmp_path / "in" / today / name).touch()
+        with pytest.raises(ValueError, match=f"date_to {today} is today, and its landing "
+                                             f"folder .*/in/{today} holds no data file"):
+            check(params={**good, "date_from": today, "date_to": today})
+    (tmp_path / "in" / today / "r.csv").touch()
     assert check(params={**good, "date_from": today, "date_to": today})[3] == today
     for text, said in (("patterns:\n  p: {pattern: 'a b', window: [40\n", "line"),
                        ("patterns:\n  - p\n", "expected a mapping 'patterns:'")):

@@ -47,6 +47,20 @@ def check_output(path: Path, inputs=()) -> None:
         raise ProbcepError(f"cannot write {path}: folder {folder} is not writable")
 
 
+def outside_lake(path: Path | None, lake: Path) -> None:
+    """Refuse an output inside the lake a command reads: a file of a table (its log's
+    latest commit, say) would be replaced by the output, and the table lost with it."""
+    if path is None:
+        return
+    try:
+        inside = Path(path).resolve().is_relative_to(Path(lake).resolve())
+    except (RuntimeError, OSError):  # a loop of links: check_output said it already
+        return
+    if inside:
+        raise ProbcepError(f"cannot write {path}: it is inside the lake {lake}, which the "
+                           f"command reads; nothing read")
+
+
 @contextmanager
 def replacing(output: Path) -> Iterator[Path]:
     """The path to write `output`'s new content to: a temporary file beside it, moved

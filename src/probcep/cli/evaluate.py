@@ -43,6 +43,7 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from probcep.cli.destinations import outside_lake
     from probcep.cli.figure import image_format, plot_sweep
     from probcep.errors import ProbcepError, ProbcepWarning
     from probcep.lake.tables import ALERTS, GROUPS
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     ctx = RunContext.open("evaluate", settings=args.settings, lake=args.lake,
                           registry=args.registry, patterns=args.pattern)
+    outside_lake(args.plot, ctx.lake)
     episodes = read_episodes(args.episodes, ctx.clock)
     named = set(episodes.pattern)
     exact = {p.name for p in ctx.exact}

@@ -25,10 +25,15 @@ def when(text: str) -> int | dt.datetime:
     except ValueError:
         pass
     try:
-        return dt.datetime.fromisoformat(text)
+        stamp = dt.datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is neither a timestep nor an ISO timestamp") from None
+    try:  # 0001-01-01T00:00+01:00 is before year 1 in UTC, where a timestep is counted
+        return stamp if stamp.tzinfo is None else stamp.astimezone(dt.UTC)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{text!r} is outside the years 1 to 9999 in "
+                                         f"UTC") from None
 
 
 def register(sub) -> None:
@@ -45,9 +50,11 @@ def register(sub) -> None:
     p.add_argument("--stream", required=True, help="stream_id to draw")
     p.add_argument("--pattern", required=True,
                    help="a pattern (with INPUT) or a registered pattern's name (with --lake)")
-    p.add_argument("--policy", choices=("single", "complete"), default="complete")
-    p.add_argument("--threshold", type=probability, default=0.0, metavar="θ")
-    p.add_argument("--window", type=int, default=None, metavar="W")
+    p.add_argument("--policy", choices=("single", "complete"),
+                   help="with INPUT (default complete; --lake: the registered pattern's)")
+    p.add_argument("--threshold", type=probability, metavar="θ",
+                   help="with INPUT (default 0; --lake: the registered pattern's)")
+    p.add_argument("--window", type=int, metavar="W", help="with INPUT (default none)")
     p.add_argument("--from", dest="t_from", type=when, metavar="WHEN",
                    help="first time to draw: a timestamp (with --lake) or a timestep")
     p.add_argument("--to", dest="t_to", type=when, metavar="WHEN",
@@ -72,8 +79,9 @@ def from_lake(args: argparse.Namespace) -> int:
     """Silver (silent timesteps filled by the gap policy), the stored groups of one
     stream and pattern, its alerts, and, if given, its true episodes."""
 
+    from probcep.cli.destinations import outside_lake
     from probcep.cli.figure import plot_stream
-    from probcep.config.registry import load_registry
+    from probcep.config.registry import RegisteredApprox, load_registry
     from probcep.config.settings import load_settings
     from probcep.lake.slices import with_silence
     from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS, refuse_other_silver
@@ -85,6 +93,14 @@ def from_lake(args: argparse.Namespace) -> int:
     if args.pattern not in registered:  # a misspelt name would draw no groups, unsaid
         raise ProbcepError(f"{settings.registry}: no registered pattern {args.pattern!r} "
                            f"(registered: {', '.join(registered)})")
+    if isinstance(registered[args.pattern], RegisteredApprox):  # so would an approximate one
+        raise ProbcepError(f"--pattern {args.pattern} is an approximate pattern: plot draws "
+                           f"the groups and alerts of exact patterns")
+    given = [f"--{o}" for o in ("policy", "threshold", "window") if getattr(args, o) is not None]
+    if given:  # the lake's groups are the registered pattern's: they would be drawn unsaid
+        raise ProbcepError(f"{', '.join(given)}: with --lake the groups drawn are the "
+                           f"registered pattern's (its policy, θ and window)")
+    outside_lake(args.output, settings.lake_root)
 
     def step(value, default):
         if value is None:
@@ -145,7 +161,8 @@ def from_file(args: argparse.Namespace) -> int:
     if block is None:
         known = ", ".join(b.stream_id for b in blocks[:10])
         raise ProbcepError(f"{args.input}: no stream {args.stream!r} (streams: {known} ...)")
-    query = Query.build(args.pattern, domain, policy=args.policy, threshold=args.threshold,
+    policy, threshold = args.policy or "complete", args.threshold or 0.0
+    query = Query.build(args.pattern, domain, policy=policy, threshold=threshold,
                         window=args.window)
     matcher = StreamMatcher(query)
     groups = matcher.feed(block.t0, block.probs) + matcher.finish()
@@ -159,7 +176,7 @@ def from_file(args: argparse.Namespace) -> int:
         raise ProbcepError(f"t={lo}..{hi} holds no timestep of stream {args.stream!r} "
                            f"(t={times[0]}..{times[-1]})")
     shown = [g for g in groups if g.t_end >= lo and g.t_start <= hi]
-    title = (f"{args.stream}: {args.pattern} ({args.policy}, θ={args.threshold}, "
+    title = (f"{args.stream}: {args.pattern} ({policy}, θ={threshold}, "
              f"w={args.window}) — {len(shown)} groups")
     out = plot_stream(args.output, times[keep], block.probs[keep], domain, shown, title)
     print(f"wrote {out} ({len(shown)} groups in t={lo}..{hi})")

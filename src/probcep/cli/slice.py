@@ -14,7 +14,11 @@ def utc_time(text: str) -> dt.datetime:
     """An ISO time, UTC unless it has an offset: a time with an offset and one without
     then compare."""
     when = dt.datetime.fromisoformat(text)
-    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
+    try:  # 0001-01-01T00:00+01:00 is before year 1 in UTC, where a timestep is counted
+        return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else \
+            when.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(text) from None
 
 
 utc_time.__name__ = "ISO time"  # what argparse calls the type when a value is refused
@@ -39,11 +43,12 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import pyarrow.csv as pacsv
 
-    from probcep.cli.destinations import replacing
+    from probcep.cli.destinations import outside_lake, replacing
     from probcep.config.settings import load_settings
     from probcep.lake.slices import silver_slice
 
     settings = load_settings(args.settings, lake=args.lake)
+    outside_lake(args.output, settings.lake_root)
     part = silver_slice(settings, args.stream, args.start, args.end)
     rows = part.read()
     print(part.line() + f", {rows.num_rows} rows", file=sys.stderr)
