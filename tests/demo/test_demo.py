@@ -39,6 +39,15 @@ def test_demo_finds_the_true_visits(spark, tmp_path, capsys):
     assert main(["plot", "--lake", str(tmp_path / "lake"), "--stream", "person-0",
                  "--pattern", "room_visit", "--from", "0", "--to", "600", "-o", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+    assert "warning" not in capsys.readouterr().err
+    # a day the lake never normalized (its 2 days are 01-01, 01-02) would be drawn as a
+    # quiet one, unsaid (QA, 2026-11-27)
+    assert main(["plot", "--lake", str(tmp_path / "lake"), "--stream", "person-0",
+                 "--pattern", "room_visit", "--from", "2026-01-02T23:00",
+                 "--to", "2026-01-04T01:00", "-o", str(png)]) == 0
+    assert ("probcep plot: warning: 2026-01-03, 2026-01-04: 2 day(s) of the range with no "
+            "silver in this lake (never normalized here): drawn as silence") in \
+        capsys.readouterr().err
     for wrong, says in ((["--pattern", "room_vist"], "no registered pattern 'room_vist'"),
                         (["--pattern", "room_visit", "--to", "100000000"],
                          "timesteps, more than a plot draws (1,000,000)")):

@@ -110,7 +110,7 @@ def plot_stream(path: str | Path, times: np.ndarray, probs: np.ndarray, domain, 
     if start is not None and step is not None and len(times):
         ticks = bottom.get_xticks()
         bottom.set_xticks(ticks)
-        bottom.set_xticklabels([(start + (t - times[0]) * step).strftime("%m-%d %H:%M:%S")
+        bottom.set_xticklabels([(start + (t - times[0]) * step).strftime("%Y-%m-%d %H:%M:%S")
                                 for t in ticks], fontsize="x-small")
         bottom.set_xlabel("time (UTC)")
         bottom.set_xlim(times[0] - 0.5, times[-1] + 0.5)

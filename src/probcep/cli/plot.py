@@ -83,8 +83,16 @@ def from_lake(args: argparse.Namespace) -> int:
     from probcep.cli.figure import plot_stream
     from probcep.config.registry import RegisteredApprox, load_registry
     from probcep.config.settings import load_settings
+    from probcep.errors import warn
     from probcep.lake.slices import with_silence
-    from probcep.lake.tables import ALERTS, GROUPS, SILVER, SILVER_KEYS, refuse_other_silver
+    from probcep.lake.tables import (
+        ALERTS,
+        GROUPS,
+        NORMALIZE_LOG,
+        SILVER,
+        SILVER_KEYS,
+        refuse_other_silver,
+    )
     from probcep.pipeline.evaluate import read_episodes
 
     settings = load_settings(args.settings, lake=args.lake)
@@ -122,6 +130,15 @@ def from_lake(args: argparse.Namespace) -> int:
     if hi - lo + 1 > MAX_STEPS:  # silence is drawn too: the range, not the data, costs
         raise ProbcepError(f"t={lo}..{hi} is {hi - lo + 1:,} timesteps, more than a plot "
                            f"draws ({MAX_STEPS:,}): narrow --from/--to")
+    first, last = clock.day_of(lo), clock.day_of(hi)
+    made = SILVER.days(args.lake) | set(NORMALIZE_LOG.read(args.lake, columns=["date"])
+                                         ["date"].to_pylist())
+    never = [first + dt.timedelta(d) for d in range((last - first).days + 1)
+             if first + dt.timedelta(d) not in made]
+    if never:  # drawn as silence, they would look like quiet days (QA, 2026-11-27)
+        warn(f"{', '.join(map(str, never[:3]))}{' …' if len(never) > 3 else ''}: "
+             f"{len(never)} day(s) of the range with no silver in this lake (never "
+             f"normalized here): drawn as silence")
     domain = [c for c in known.columns if c not in SILVER_KEYS]
     probs = with_silence(known.t.to_numpy(), known[domain].to_numpy(), lo, hi,
                          settings.silence)
