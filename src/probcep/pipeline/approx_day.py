@@ -89,8 +89,8 @@ def _match_stream(events, entries, domain, histories):
         classes: dict = {}
         for m in result.matches:
             key = (m.start, m.position, m.errors)
-            first = classes.setdefault(key, [m, 0])
-            first[1] += m.count
+            tally = classes.setdefault(key, [m, 0])  # the first class met, and the sum
+            tally[1] += m.count
         for m, count in classes.values():
             rows.append(("match", entry.name, entry.version, sid, m.start_tag, m.match_point,
                          m.errors, min(count, INT64_MAX), None))
