@@ -76,7 +76,9 @@ def clean(spark, tmp_path_factory):
     return lake
 
 
-@pytest.mark.parametrize("table", [GROUPS.name, STATES.name, ALERTS.name])
+@pytest.mark.parametrize("table", [  # one Spark child each: the other two in `make test-all`
+    GROUPS.name, pytest.param(STATES.name, marks=pytest.mark.soak),
+    pytest.param(ALERTS.name, marks=pytest.mark.soak)])
 def test_night_killed_mid_write_then_run_again_is_as_if_once(spark, tmp_path, clean, table):
     silver = make_silver(days=3)
     lake = tmp_path / "killed"
