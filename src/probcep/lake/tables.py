@@ -111,15 +111,13 @@ class Table:
                 rows = rows.append_column(f, pa.nulls(rows.num_rows, f.type))
         return rows.select(self.schema.names)
 
-    def recorded(self, lake, key: str, depth: int = 50) -> str | None:
-        """`key` of the newest of the table's last `depth` commits whose metadata has it
-        (None when none has, or there is no table)."""
+    def recorded(self, lake, keys: Sequence[str], depth: int = 50) -> dict[str, str | None]:
+        """Each key's value in the newest of the table's last `depth` commits whose
+        metadata has it (None when none has, or there is no table), from one read of the log."""
         from deltalake import DeltaTable
 
-        if not self.exists(lake):
-            return None
-        return next((c[key] for c in DeltaTable(str(self.path(lake))).history(depth)
-                     if key in c), None)
+        history = DeltaTable(str(self.path(lake))).history(depth) if self.exists(lake) else []
+        return {key: next((c[key] for c in history if key in c), None) for key in keys}
 
     def first_day(self, lake, version: int | None = None) -> dt.date | None:
         """The earliest day with a file (None: no file, or no table), from the log."""
@@ -405,10 +403,10 @@ def refuse_other_silver(lake, clock: str, gaps: str) -> None:
                               f"{gaps}: its rows, groups and engine states hold the other "
                               f"silence (use the lake's gap_policy and hold_last_steps, or "
                               f"another lake_root)")}
+    made = SILVER.recorded(lake, ("clock", "gaps"))
     for key, wanted in (("clock", clock), ("gaps", gaps)):
-        made = SILVER.recorded(lake, key)
-        if made not in (None, wanted):
-            raise ProbcepError(f"{SILVER.path(lake)}: {said[key](made)}")
+        if made[key] not in (None, wanted):
+            raise ProbcepError(f"{SILVER.path(lake)}: {said[key](made[key])}")
 
 
 def silver_schema(symbols: Sequence[str]) -> pa.Schema:
