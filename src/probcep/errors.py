@@ -40,6 +40,13 @@ _REFUSED_TEXT = re.compile(
     # Python's own, as the text of an exception raised in live mode's micro-batch
     r"|(?:PermissionError|OSError): \[Errno (?P<errno>1|13|30)\] [^:\n]+: '(?P<py>/[^']+)'",
     re.DOTALL)
+#: How Arrow and Spark name a Parquet file they could not read (truncated, not Parquet,
+#: gone), and why.
+_UNREADABLE_TEXT = re.compile(
+    r"Could not open Parquet input source '(?P<arrow>[^']+)': (?P<arrow_why>[^.\n]+)"
+    r"|(?:file:)?(?P<spark>/\S+?) is not a Parquet file"
+    r"|File (?:file:)?(?P<gone>/\S+?) does not exist"
+    r"|Path does not exist: (?:file:)?(?P<nopath>/\S+?)\.?(?:\s|$)")
 #: The path Python's and Arrow's OSErrors name in their message alone.
 _QUOTED_PATH = re.compile(r"'(/[^']+)'")
 #: The errors by which an OSError says the file system refused (not: is missing, is full).
@@ -79,6 +86,10 @@ class DiskFullError(ProbcepError, OSError):
 
 class RefusedError(ProbcepError, OSError):
     """The file system refused a path: permissions, a read-only mount, an immutable folder."""
+
+
+class DamagedTableError(ProbcepError):
+    """A Delta table of the lake whose log or one of whose data files cannot be read."""
 
 
 def _chain(exc: BaseException):
@@ -176,6 +187,71 @@ def refused():
         if why is None:
             raise
         raise RefusedError(why) from exc
+
+
+def delta_table_of(path: str | Path) -> Path | None:
+    """The Delta table (a folder with a `_delta_log`) that holds `path`, if any."""
+    for folder in Path(path).parents:
+        if (folder / "_delta_log").is_dir():
+            return folder
+    return None
+
+
+def _named_unreadable(e: BaseException) -> tuple[str | None, str]:
+    """The Parquet file an exception says it could not read, and why (None: it names none)."""
+    if isinstance(e, FileNotFoundError):
+        quoted = _QUOTED_PATH.search(str(e))
+        return str(e.filename or (quoted[1] if quoted else str(e).strip())), "it is missing"
+    found = _UNREADABLE_TEXT.search(str(e))
+    if found is None:
+        return None, ""
+    if found["arrow"]:
+        return found["arrow"], found["arrow_why"]
+    if found["spark"]:
+        return found["spark"], "it is not a Parquet file"
+    return found["gone"] or found["nopath"], "it is missing"
+
+
+def _unreadable(exc: BaseException, within: Path | None, file: str | Path | None
+                ) -> str | None:
+    """What and where, when `exc` (or one it was raised from) says a data file of a Delta
+    table cannot be read: truncated or overwritten (Arrow's, Spark's message names it),
+    or gone while the table's log still names it. A relative path is taken in `within`;
+    an Arrow error of the block that names no file is `file`'s."""
+    for e in _chain(exc):
+        path, why = _named_unreadable(e)
+        if path is None and e is exc and file is not None and isinstance(
+                e, (OSError, ValueError)) and not disk_full(e) and _refusal(e) is None:
+            path = str(file)  # Arrow's ArrowInvalid is a ValueError, its IO errors OSErrors
+            why = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0]
+        if path is None:
+            continue
+        if within is not None and not path.startswith("/"):
+            path = str(within / path)
+        table = delta_table_of(path) if path.startswith("/") else None
+        if table is not None:
+            return (f"{table}: its data file {Path(path).relative_to(table)} cannot be read "
+                    f"({why.strip().rstrip('.')}): the table is damaged (restore the file "
+                    f"from a copy)")
+    return None
+
+
+@contextmanager
+def damaged(within: Path | None = None, file: str | Path | None = None):
+    """Run the block; a data file of a Delta table that cannot be read becomes one
+    `DamagedTableError` line naming the table and the file (a path the error gives
+    relative is taken in the folder `within`; an Arrow error that names no file is the
+    block's `file`). A table's log that delta-rs cannot read is named by `Table.log`,
+    which knows the table."""
+    try:
+        yield
+    except ProbcepError:
+        raise
+    except Exception as exc:
+        why = _unreadable(exc, within, file)
+        if why is None:
+            raise
+        raise DamagedTableError(why) from exc
 
 
 @contextmanager

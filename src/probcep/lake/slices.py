@@ -72,9 +72,8 @@ def silver_slice(settings: Settings, stream_id: str, start: dt.datetime,
     clock = settings.clock
     first, last = clock.timestep(start), clock.timestep(end - dt.timedelta(0, 0, 1))
     import pyarrow as pa
-    from deltalake import DeltaTable
 
-    table = DeltaTable(str(SILVER.path(lake)))
+    table = SILVER.opened(lake)
     files = local_files(table, [
         ("stream_id", "=", stream_id), ("t", ">=", first), ("t", "<=", last)])
     seen = bool(files) or bool(local_files(table, [("stream_id", "=", stream_id)]))

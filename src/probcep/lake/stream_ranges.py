@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from probcep.errors import InputError
+from probcep.errors import InputError, damaged
 
 #: How far a row's probabilities may sum from 1 (docs/semantics.md §1; silver's suite
 #: allows the same).
@@ -89,7 +89,7 @@ def plan_ranges(files: list[str], n: int,
     fs, paths = located(files)
     groups, spans = [], []  # (min, max, rows) per row group; (path, min, max) per file
     for path, where in zip(files, paths):
-        with fs.open_input_file(where) as f:
+        with damaged(file=where), fs.open_input_file(where) as f:
             meta = pq.ParquetFile(f).metadata
         k = meta.schema.to_arrow_schema().get_field_index("stream_id")
         mine = []
@@ -213,7 +213,9 @@ class Streams:
         keys, sources = [], []
         fs, paths = located(files) if files else (None, [])
         for path in paths:
-            parquet = pq.ParquetFile(fs.open_input_file(path), read_dictionary=["stream_id"])
+            with damaged(file=path):
+                parquet = pq.ParquetFile(fs.open_input_file(path),
+                                         read_dictionary=["stream_id"])
             missing = [d for d in domain if d not in parquet.schema_arrow.names]
             if missing:  # silver of a day normalized before the domain changed
                 raise InputError(f"{path}: no column {', '.join(map(repr, missing))} of the "

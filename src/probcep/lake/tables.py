@@ -22,14 +22,14 @@ import datetime as dt
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from probcep.errors import ProbcepError, writing
+from probcep.errors import DamagedTableError, ProbcepError, damaged, disk_full, refused, writing
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
 
 #: Columns that describe a run, not a result: ignored when deciding whether rows changed.
@@ -60,24 +60,48 @@ class Table:
 
         return DeltaTable.is_deltatable(str(self.path(lake)))
 
-    def version(self, lake) -> int | None:
-        """The current Delta version (None when the table does not exist yet)."""
+    @contextmanager
+    def log(self, lake, version: int | None = None):
+        """Run the block that reads the table's log; a log delta-rs cannot read (bad JSON
+        in a commit, a commit file gone, a version that is not there) becomes one
+        `DamagedTableError` line naming the table, not a Rust traceback. A refused path
+        or a full disk stays what it is."""
+        from deltalake.exceptions import DeltaError
+
+        try:
+            with refused():
+                yield
+        except DeltaError as exc:
+            if disk_full(exc):
+                raise
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            at = "" if version is None else f" at version {version}"
+            raise DamagedTableError(f"{self.path(lake)}: its Delta log cannot be read{at} "
+                                    f"({first}): the table is damaged (restore its log "
+                                    f"from a copy)") from exc
+
+    def opened(self, lake, version: int | None = None):
+        """The table's delta-rs handle (at `version`), its log read under `log`."""
         from deltalake import DeltaTable
 
-        return DeltaTable(str(self.path(lake))).version() if self.exists(lake) else None
+        with self.log(lake, version):
+            return DeltaTable(str(self.path(lake)), version=version)
+
+    def version(self, lake) -> int | None:
+        """The current Delta version (None when the table does not exist yet)."""
+        return self.opened(lake).version() if self.exists(lake) else None
 
     def data_version(self, lake) -> int | None:
         """The newest version whose commit changed the rows: the current one, less the
         commits a vacuum adds after it (its start and end change no row), so that what
         pins a table's rows by version does not see a vacuum as new data."""
-        from deltalake import DeltaTable
-
         if not self.exists(lake):
             return None
-        table = DeltaTable(str(self.path(lake)))
+        table = self.opened(lake)
         version, limit = table.version(), 8
         while True:
-            history = table.history(limit)
+            with self.log(lake):
+                history = table.history(limit)
             for commit in history:  # newest first
                 if commit.get("operation") not in VACUUM_OPERATIONS:
                     return int(commit.get("version", version))
@@ -90,8 +114,6 @@ class Table:
              columns: Sequence[str] | None = None) -> pa.Table:
         """Rows matching delta-rs tuple `filters` (empty, with the schema, when the table
         does not exist yet), with `columns` (default: all)."""
-        from deltalake import DeltaTable
-
         if not self.exists(lake):
             if self.schema is None:
                 raise FileNotFoundError(f"{self.path(lake)}: no Delta table here")
@@ -101,9 +123,11 @@ class Table:
         # Arrow's own local files: through deltalake's default (a Python file system),
         # Arrow's threads free the bytes read after the result is back, taking the GIL;
         # a process exiting at once then aborted in 1 of 17 errors (exit 134, QA)
-        files = pafs.SubTreeFileSystem(str(self.path(lake).absolute()), pafs.LocalFileSystem())
-        rows = DeltaTable(str(self.path(lake)), version=version).to_pyarrow_table(
-            filters=filters or None, columns=columns, filesystem=files)
+        folder = self.path(lake).absolute()
+        files = pafs.SubTreeFileSystem(str(folder), pafs.LocalFileSystem())
+        with damaged(folder):  # Arrow names a file of the table relative to it
+            rows = self.opened(lake, version).to_pyarrow_table(
+                filters=filters or None, columns=columns, filesystem=files)
         if self.schema is None or columns:
             return rows
         for f in self.schema:  # a column added since this version was written: nulls
@@ -114,9 +138,11 @@ class Table:
     def recorded(self, lake, keys: Sequence[str], depth: int = 50) -> dict[str, str | None]:
         """Each key's value in the newest of the table's last `depth` commits whose
         metadata has it (None when none has, or there is no table), from one read of the log."""
-        from deltalake import DeltaTable
-
-        history = DeltaTable(str(self.path(lake))).history(depth) if self.exists(lake) else []
+        if not self.exists(lake):
+            return dict.fromkeys(keys)
+        table = self.opened(lake)
+        with self.log(lake):
+            history = table.history(depth)
         return {key: next((c[key] for c in history if key in c), None) for key in keys}
 
     def first_day(self, lake, version: int | None = None) -> dt.date | None:
@@ -125,12 +151,10 @@ class Table:
 
     def days(self, lake, version: int | None = None) -> set[dt.date]:
         """The days with a file (none when there is no table), from the log."""
-        from deltalake import DeltaTable
-
         if not self.exists(lake):
             return set()
         return {dt.date.fromisoformat(p[self.day_column]) for p in
-                DeltaTable(str(self.path(lake)), version=version).partitions()}
+                self.opened(lake, version).partitions()}
 
     def files(self, lake, filters=None, version: int | None = None) -> list[str]:
         """The files of the current snapshot (or of `version`) that may hold rows matching
@@ -141,11 +165,9 @@ class Table:
     def file_lister(self, lake, version: int | None = None):
         """`files` as a function of `filters` over one snapshot, whose log is read once
         however many times it is asked (a walk back day by day asks once a day)."""
-        from deltalake import DeltaTable
-
         if not self.exists(lake):
             return lambda filters=None: []
-        table = DeltaTable(str(self.path(lake)), version=version)
+        table = self.opened(lake, version)
         return lambda filters=None: local_files(table, filters)
 
     def scan(self, lake, filters=None, where: pc.Expression | None = None,
@@ -161,7 +183,8 @@ class Table:
 
         schema = pa.schema([self.schema.field(c) for c in columns or self.schema.names])
         for uri in self.files(lake, filters):
-            source = pq.ParquetFile(uri, pre_buffer=False, buffer_size=1 << 20)
+            with damaged(file=uri):
+                source = pq.ParquetFile(uri, pre_buffer=False, buffer_size=1 << 20)
             have = set(source.schema_arrow.names)
             for part in source.iter_batches(batch_size=batch_rows,
                                             columns=[n for n in schema.names if n in have]):
@@ -185,11 +208,11 @@ class Table:
         """Add the schema's nullable columns the stored table lacks (a table written
         before they were added), in one commit; returns their names. Older rows read
         them as null."""
-        from deltalake import DeltaTable, Field
+        from deltalake import Field
 
         if self.schema is None or not self.exists(lake):
             return []
-        table = DeltaTable(str(self.path(lake)))
+        table = self.opened(lake)
         stored = set(table.schema().to_arrow().names)
         missing = [f for f in self.schema if f.name not in stored and f.nullable]
         if missing:

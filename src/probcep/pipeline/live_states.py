@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 
 from probcep.engine import StreamMatcher
 from probcep.engine.state_cache import StateCache
+from probcep.errors import damaged
 from probcep.lake.delta import add_action
 from probcep.lake.tables import LIVE_STATE
 from probcep.pipeline.group_day import PROCESSED
@@ -121,9 +122,7 @@ class LiveStates:
         self.files, self.complete = {}, None
         if version is None:
             return
-        from deltalake import DeltaTable
-
-        table = DeltaTable(str(self.path), version=version)
+        table = LIVE_STATE.opened(self.lake, version)
         if table.metadata().partition_columns != ["bucket"]:
             raise ValueError(f"{self.path}: written before state/live was partitioned by "
                              f"bucket; stop live mode and start it with a fresh checkpoint "
@@ -289,7 +288,9 @@ class LiveStates:
         rows = 0
         with pq.ParquetWriter(path, FILE_SCHEMA, compression="snappy") as out:
             for source in self.files.get(b, []):
-                for part in pq.ParquetFile(source).iter_batches(
+                with damaged(file=source):
+                    reader = pq.ParquetFile(source)
+                for part in reader.iter_batches(
                         batch_size=ROW_GROUP, columns=FILE_SCHEMA.names):
                     part = part.filter(pc.invert(pc.is_in(_joined(part), value_set=gone)))
                     if part.num_rows:
@@ -343,8 +344,4 @@ class LiveStates:
             self.evicted[key] = matcher.to_bytes()  # else its bucket's file holds it
 
     def _table_version(self) -> int | None:
-        if not LIVE_STATE.exists(self.lake):
-            return None
-        from deltalake import DeltaTable
-
-        return DeltaTable(str(self.path)).version()
+        return LIVE_STATE.version(self.lake)
