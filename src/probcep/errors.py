@@ -229,7 +229,8 @@ def _unreadable(exc: BaseException, within: Path | None, file: str | Path | None
         if within is not None and not path.startswith("/"):
             path = str(within / path)
         table = delta_table_of(path) if path.startswith("/") else None
-        if table is not None:
+        if table is not None and not Path(path).relative_to(table).parts[0].startswith(
+                "_staging"):  # a step's own staged files, not the table's
             return (f"{table}: its data file {Path(path).relative_to(table)} cannot be read "
                     f"({why.strip().rstrip('.')}): the table is damaged (restore the file "
                     f"from a copy)")

@@ -112,6 +112,9 @@ def test_what_is_not_a_damaged_table_stays_what_it_is(tmp_path):
     outside = tmp_path / "input.parquet"  # a user's file, in no table: its own error
     with pytest.raises(FileNotFoundError), damaged():
         raise FileNotFoundError(2, "No such file", str(outside))
+    staged = SILVER.path(tmp_path) / "_staging" / "x" / "part-0.parquet"
+    with pytest.raises(FileNotFoundError), damaged():  # a step's own staging, not the table
+        raise FileNotFoundError(2, "No such file", str(staged))
     with pytest.raises(ValueError, match="bad cast"), damaged(file=outside):
         raise ValueError("bad cast")
     with pytest.raises(PermissionError), damaged(file=f):  # the command's `refused` names it
