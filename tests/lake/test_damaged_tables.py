@@ -72,10 +72,46 @@ def test_a_log_that_does_not_parse_is_named(tmp_path, capsys):
     assert code == 2 and len(lines) == 1
     assert lines[0].startswith(f"probcep slice: error: {SILVER.path(tmp_path)}: its Delta "
                                f"log cannot be read (")
-    assert lines[0].endswith("): the table is damaged (restore its log from a copy)")
+    assert lines[0].endswith("(commit _delta_log/00000000000000000001.json does not parse "
+                             "at line 1): the table is damaged (restore it from a copy)")
     assert SILVER.opened(tmp_path, version=0).version() == 0  # before the bad commit
     with pytest.raises(DamagedTableError, match="log cannot be read at version 7 "):
         SILVER.opened(tmp_path, version=7)  # not there: named, with the version
+
+
+CHECKPOINT = "00000000000000000001.checkpoint.parquet"
+
+
+@pytest.mark.parametrize("damage,fault,todo", [
+    (lambda log: (log / "00000000000000000000.json").unlink(),
+     "commit _delta_log/00000000000000000000.json is missing, and 1 commit(s) follow it",
+     "restore it from a copy"),
+    (lambda log: (log / CHECKPOINT).unlink(),
+     f"checkpoint _delta_log/{CHECKPOINT}, which _delta_log/_last_checkpoint names, is "
+     f"missing", "remove _delta_log/_last_checkpoint: the commits it summarizes are all there"),
+    (lambda log: (log / CHECKPOINT).write_bytes(b"PAR1"),
+     f"checkpoint _delta_log/{CHECKPOINT} is not a readable Parquet file",
+     "remove it and _delta_log/_last_checkpoint: the commits it summarizes are all there"),
+])
+def test_the_damaged_file_of_a_log_is_named(tmp_path, damage, fault, todo):
+    """delta-rs names no commit (or dumps a kilobyte of its structures for a gone one):
+    the fault is found by file, with what repairs it (QA, 2026-11-28)."""
+    from deltalake import DeltaTable
+
+    _silver(tmp_path)
+    log = SILVER.path(tmp_path) / "_delta_log"
+    if "checkpoint" in fault:
+        DeltaTable(str(SILVER.path(tmp_path))).create_checkpoint()
+    damage(log)
+    with pytest.raises(DamagedTableError) as named:
+        SILVER.read(tmp_path)
+    assert str(named.value) == (f"{SILVER.path(tmp_path)}: its Delta log cannot be read "
+                                f"({fault}): the table is damaged ({todo})")
+    if todo.startswith("remove"):  # and the repair said is one
+        (log / "_last_checkpoint").unlink()
+        if todo.startswith("remove it"):
+            (log / CHECKPOINT).unlink()
+        assert SILVER.read(tmp_path).num_rows == 6
 
 
 def test_a_state_file_scanned_is_named(tmp_path):

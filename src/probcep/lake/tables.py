@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from probcep.errors import DamagedTableError, ProbcepError, damaged, disk_full, refused, writing
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
+from probcep.lake.log_faults import log_fault
 
 #: Columns that describe a run, not a result: ignored when deciding whether rows changed.
 RUN_COLUMNS = ("run_id", "ingest_time", "normalize_time")
@@ -63,9 +64,9 @@ class Table:
     @contextmanager
     def log(self, lake, version: int | None = None):
         """Run the block that reads the table's log; a log delta-rs cannot read (bad JSON
-        in a commit, a commit file gone, a version that is not there) becomes one
-        `DamagedTableError` line naming the table, not a Rust traceback. A refused path
-        or a full disk stays what it is."""
+        in a commit, a commit or checkpoint gone, a version that is not there) becomes
+        one `DamagedTableError` line naming the table and the file, not a Rust traceback.
+        A refused path or a full disk stays what it is."""
         from deltalake.exceptions import DeltaError
 
         try:
@@ -74,11 +75,15 @@ class Table:
         except DeltaError as exc:
             if disk_full(exc):
                 raise
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            fault = log_fault(self.path(lake), version)
+            if fault is None:  # delta-rs' first line, without its structures' dumps
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                fault = (first if len(first) <= 200 else first[:197] + "...",
+                         "restore its log from a copy")
             at = "" if version is None else f" at version {version}"
             raise DamagedTableError(f"{self.path(lake)}: its Delta log cannot be read{at} "
-                                    f"({first}): the table is damaged (restore its log "
-                                    f"from a copy)") from exc
+                                    f"({fault[0]}): the table is damaged ({fault[1]})") \
+                from exc
 
     def opened(self, lake, version: int | None = None):
         """The table's delta-rs handle (at `version`), its log read under `log`."""
