@@ -602,3 +602,32 @@ def test_an_error_of_the_query_without_a_stop_signal_is_not_taken_for_one():
     live.echo, live.in_batch = print, False
     with pytest.raises(RuntimeError, match="a micro-batch failed"):
         live._run(Failing())
+
+
+def test_an_error_in_a_micro_batch_says_what_becomes_of_the_batch():
+    """A micro-batch that stops on an expected error may have committed bronze already;
+    its line said nothing of that (QA, 2026-11-28: a damaged `state/engine`). It says the
+    batch's writes stay, once, and that the next start redoes it."""
+    from probcep.errors import DamagedTableError, ProbcepError
+
+    class States:
+        abandoned = 0
+
+        def abandon(self):
+            self.abandoned += 1
+
+    class Frame:
+        def collect(self):
+            return []
+
+    def process(listed, batch_id, started):
+        raise DamagedTableError("lake/state/engine: its data file x.parquet cannot be read")
+
+    live = object.__new__(LiveQuery)
+    live.states, live.day_end, live.in_batch, live.process = States(), None, False, process
+    with pytest.raises(ProbcepError, match=(
+            r"^lake/state/engine: its data file x.parquet cannot be read; micro-batch 7 "
+            r"stopped there: what it committed stays, once, and the next start redoes the "
+            r"batch$")):
+        live.batch(Frame(), 7)
+    assert live.states.abandoned == 1 and not live.in_batch

@@ -280,10 +280,14 @@ class LiveQuery:
             listed = frame.collect()
             report = self.process([(_local(r["path"]), r["modificationTime"])
                                    for r in listed], batch_id, started)
-        except BaseException:
+        except BaseException as exc:
             self.states.abandon()
             if self.day_end is not None:
                 self.day_end.abandon()
+            if isinstance(exc, ProbcepError):  # bronze may be committed already: say so
+                raise ProbcepError(f"{exc}; micro-batch {batch_id} stopped there: what it "
+                                   f"committed stays, once, and the next start redoes the "
+                                   f"batch") from exc
             raise
         finally:
             self.day_end = None
