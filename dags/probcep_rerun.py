@@ -10,7 +10,8 @@ Trigger it by hand with the params below (the form checks them; `date_to` must n
 before `date_from`). Leave `patterns` empty for every registered pattern.
 Tasks: **check_params** → **alert_runs_before** → **rerun** (`jobs/rerun.py` through
 `spark_default`) → **report_alert_changes** (reads `gold/alert_changes` for the rows the
-rerun added; its XCom holds the rerun's id and the counts).
+rerun added; its XCom holds the counts and the rerun's id, which a rerun that changed no
+alert leaves nowhere but in the `rerun` task's log).
 
 Do not run it while the nightly DAG is grouping: both write the same gold rows.
 """

@@ -46,9 +46,10 @@ def environment() -> dict[str, str]:
 
 
 @contextmanager
-def standalone_cluster(tmp_path: Path):
-    """`spark://127.0.0.1:<port>` of a master with two one-core, 1 GiB workers (their
-    logs and work folders under `tmp_path`); stopped afterwards, whatever happened."""
+def standalone_cluster(tmp_path: Path, workers: int = 2):
+    """`spark://127.0.0.1:<port>` of a master with `workers` one-core, 1 GiB workers
+    (their logs and work folders under `tmp_path`); stopped afterwards, whatever
+    happened."""
     env = environment()
     spark_class = str(Path(env["SPARK_HOME"]) / "bin" / "spark-class")
     port, ui = free_port(), free_port()
@@ -65,7 +66,7 @@ def standalone_cluster(tmp_path: Path):
     try:
         start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
               "--port", str(port), "--webui-port", str(ui))
-        for k in range(2):
+        for k in range(workers):
             start(f"worker{k}", "org.apache.spark.deploy.worker.Worker", url,
                   "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
                   "--webui-port", str(free_port()), "--work-dir", str(tmp_path / f"work{k}"))
@@ -73,7 +74,7 @@ def standalone_cluster(tmp_path: Path):
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as r:
-                    if json.load(r).get("aliveworkers", 0) >= 2:
+                    if json.load(r).get("aliveworkers", 0) >= workers:
                         break
             except OSError:
                 pass
@@ -124,3 +125,42 @@ def test_a_night_on_a_standalone_cluster_gives_the_tables_of_local(cluster, tmp_
         if here is not None:
             assert here.num_rows or table.name.startswith("gold/alert"), table.name
             assert same_rows(here, there, ignore=(*RUN_COLUMNS, "changed_by_run")), table.name
+
+
+#: `probcep` with a short wait for executors (`probcep.lake.spark.EXECUTOR_WAIT_SECONDS`).
+IMPATIENT = ("import sys, probcep.lake.spark as spark; spark.EXECUTOR_WAIT_SECONDS = 5; "
+             "from probcep.cli import entry; entry(sys.argv[1:])")
+
+
+def test_a_master_without_workers_and_a_port_not_a_masters_are_one_line(tmp_path):
+    """QA, 2026-11-28: a master with no worker free made a night wait for good, printing
+    nothing (Spark's one WARN line is below the session's level); a port that answers but
+    is no master's (the web UI's, say) ended in a traceback and some 260 lines, exit 1."""
+    import http.server
+    import threading
+
+    def run(master):
+        return subprocess.run([sys.executable, "-c", IMPATIENT, "run", "--date", DAY,
+                               "--master", master, "--lake", str(tmp_path / "lake")],
+                              env={**environment(), "PROBCEP_LANDING_DIR": str(landing)},
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+    landing = generate_landing(tmp_path / "landing", days=1, streams=2, sensors=1)
+    with standalone_cluster(tmp_path, workers=0) as url:
+        done = run(url)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.splitlines()[-1] == (
+        f"probcep run: error: Spark master {url}: no executor started within 5 s; are "
+        f"workers registered there, with a free core and the memory an executor asks "
+        f"(spark.executor.memory 1g)?")
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        done = run(f"spark://127.0.0.1:{web.server_address[1]}")
+    finally:
+        web.shutdown()
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.splitlines()[-1].endswith(
+        "is not a Spark master (All masters are unresponsive); is it the master's port "
+        "(7077 by default), not its web UI's (8080)?")
+    assert "Traceback" not in done.stderr
