@@ -92,6 +92,10 @@ CHECKPOINT = "00000000000000000001.checkpoint.parquet"
     (lambda log: (log / CHECKPOINT).write_bytes(b"PAR1"),
      f"checkpoint _delta_log/{CHECKPOINT} is not a readable Parquet file",
      "remove it and _delta_log/_last_checkpoint: the commits it summarizes are all there"),
+    # the hint removed alone: a reader still takes the checkpoint it lists (QA, 2026-11-28)
+    (lambda log: ((log / CHECKPOINT).write_bytes(b"PAR1"), (log / "_last_checkpoint").unlink()),
+     f"checkpoint _delta_log/{CHECKPOINT} is not a readable Parquet file",
+     "remove it: the commits it summarizes are all there"),
 ])
 def test_the_damaged_file_of_a_log_is_named(tmp_path, damage, fault, todo):
     """delta-rs names no commit (or dumps a kilobyte of its structures for a gone one):
@@ -108,7 +112,7 @@ def test_the_damaged_file_of_a_log_is_named(tmp_path, damage, fault, todo):
     assert str(named.value) == (f"{SILVER.path(tmp_path)}: its Delta log cannot be read "
                                 f"({fault}): the table is damaged ({todo})")
     if todo.startswith("remove"):  # and the repair said is one
-        (log / "_last_checkpoint").unlink()
+        (log / "_last_checkpoint").unlink(missing_ok=True)
         if todo.startswith("remove it"):
             (log / CHECKPOINT).unlink()
         assert SILVER.read(tmp_path).num_rows == 6

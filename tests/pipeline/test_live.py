@@ -604,11 +604,16 @@ def test_an_error_of_the_query_without_a_stop_signal_is_not_taken_for_one():
         live._run(Failing())
 
 
-def test_an_error_in_a_micro_batch_says_what_becomes_of_the_batch():
+@pytest.mark.parametrize("arrow", [False, True])
+def test_an_error_in_a_micro_batch_says_what_becomes_of_the_batch(tmp_path, arrow):
     """A micro-batch that stops on an expected error may have committed bronze already;
     its line said nothing of that (QA, 2026-11-28: a damaged `state/engine`). It says the
-    batch's writes stay, once, and that the next start redoes it."""
+    batch's writes stay, once, and that the next start redoes it; also when the error is
+    Arrow's, from a damaged `state/live` file that only the command's line named."""
     from probcep.errors import DamagedTableError, ProbcepError
+
+    table = tmp_path / "lake" / "state" / "engine"
+    (table / "_delta_log").mkdir(parents=True)
 
     class States:
         abandoned = 0
@@ -621,13 +626,20 @@ def test_an_error_in_a_micro_batch_says_what_becomes_of_the_batch():
             return []
 
     def process(listed, batch_id, started):
-        raise DamagedTableError("lake/state/engine: its data file x.parquet cannot be read")
+        if arrow:
+            raise OSError(f"Could not open Parquet input source '{table}/x.parquet': "
+                          f"Parquet magic bytes not found in footer. Either the file ...")
+        raise DamagedTableError(f"{table}: its data file x.parquet cannot be read (it is "
+                                f"missing): the table is damaged (restore the file from a "
+                                f"copy)")
 
     live = object.__new__(LiveQuery)
     live.states, live.day_end, live.in_batch, live.process = States(), None, False, process
-    with pytest.raises(ProbcepError, match=(
-            r"^lake/state/engine: its data file x.parquet cannot be read; micro-batch 7 "
-            r"stopped there: what it committed stays, once, and the next start redoes the "
-            r"batch$")):
+    why = "Parquet magic bytes not found in footer" if arrow else "it is missing"
+    with pytest.raises(ProbcepError) as said:
         live.batch(Frame(), 7)
+    assert str(said.value) == (
+        f"{table}: its data file x.parquet cannot be read ({why}): the table is damaged "
+        f"(restore the file from a copy); micro-batch 7 stopped there: what it committed "
+        f"stays, once, and the next start redoes the batch")
     assert live.states.abandoned == 1 and not live.in_batch

@@ -24,9 +24,14 @@ def log_fault(table: Path, version: int | None = None) -> tuple[str, str] | None
     log = table / "_delta_log"
     commits = {int(m[1]): log / m[0] for f in log.glob("*.json")
                if (m := COMMIT.fullmatch(f.name))}
-    checkpoint = _hinted(log / "_last_checkpoint")
+    hint = log / "_last_checkpoint"
+    checkpoint = _hinted(hint)
+    if checkpoint is None:  # without a hint a reader takes the newest checkpoint listed
+        listed = [int(m[1]) for f in log.glob("*.checkpoint*.parquet")
+                  if (m := re.match(r"(\d{20})\.checkpoint", f.name))]
+        checkpoint = max(listed, default=None)
     if checkpoint is not None:
-        broken = _broken_checkpoint(log, checkpoint)
+        broken = _broken_checkpoint(log, checkpoint, hint.exists())
         if broken is not None:
             if all(v in commits for v in range(checkpoint + 1)):
                 return broken[0], (f"remove {broken[1]}: the commits it summarizes are all "
@@ -62,9 +67,9 @@ def _hinted(hint: Path) -> int | None:
         return None
 
 
-def _broken_checkpoint(log: Path, version: int) -> tuple[str, str] | None:
+def _broken_checkpoint(log: Path, version: int, hinted: bool) -> tuple[str, str] | None:
     """What is wrong with checkpoint `version`'s files, if anything, and what to remove
-    so that a reader goes by the commits instead."""
+    so that a reader goes by the commits instead (`hinted`: `_last_checkpoint` exists)."""
     import pyarrow.parquet as pq
 
     parts = sorted(log.glob(f"{version:020d}.checkpoint*.parquet"))
@@ -76,5 +81,5 @@ def _broken_checkpoint(log: Path, version: int) -> tuple[str, str] | None:
             pq.read_metadata(part)
         except (OSError, ValueError):
             return (f"checkpoint _delta_log/{part.name} is not a readable Parquet file",
-                    "it and _delta_log/_last_checkpoint")
+                    "it and _delta_log/_last_checkpoint" if hinted else "it")
     return None

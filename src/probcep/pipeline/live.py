@@ -62,7 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.clock import iso_day
-from probcep.errors import ProbcepError
+from probcep.errors import ProbcepError, damaged
 from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
 from probcep.lake.locks import LOCKS_FOLDER, exclusive
@@ -277,9 +277,10 @@ class LiveQuery:
         self.in_batch = True
         started = dt.datetime.now(dt.UTC)
         try:
-            listed = frame.collect()
-            report = self.process([(_local(r["path"]), r["modificationTime"])
-                                   for r in listed], batch_id, started)
+            with damaged():  # Arrow's words for a damaged table: its line, and the clause
+                listed = frame.collect()
+                report = self.process([(_local(r["path"]), r["modificationTime"])
+                                       for r in listed], batch_id, started)
         except BaseException as exc:
             self.states.abandon()
             if self.day_end is not None:
