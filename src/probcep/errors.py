@@ -92,6 +92,11 @@ class DamagedTableError(ProbcepError):
     """A Delta table of the lake whose log or one of whose data files cannot be read."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, or its class's name when it has none."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def _chain(exc: BaseException):
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -131,8 +136,7 @@ def writing(path: str | Path | None):
             raise
         where = _named_file(exc) or path
         if where is None:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DiskFullError(f"no space left on device ({first})") from exc
+            raise DiskFullError(f"no space left on device ({first_line(exc)})") from exc
         raise DiskFullError(f"no space left on device writing {where}") from exc
 
 
@@ -223,7 +227,7 @@ def _unreadable(exc: BaseException, within: Path | None, file: str | Path | None
         if path is None and e is exc and file is not None and isinstance(
                 e, (OSError, ValueError)) and not disk_full(e) and _refusal(e) is None:
             path = str(file)  # Arrow's ArrowInvalid is a ValueError, its IO errors OSErrors
-            why = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0]
+            why = first_line(e).split(". ")[0]
         if path is None:
             continue
         if within is not None and not path.startswith("/"):

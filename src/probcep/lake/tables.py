@@ -29,7 +29,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from probcep.errors import DamagedTableError, ProbcepError, damaged, disk_full, refused, writing
+from probcep.errors import (
+    DamagedTableError,
+    ProbcepError,
+    damaged,
+    disk_full,
+    first_line,
+    refused,
+    writing,
+)
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
 from probcep.lake.log_faults import log_fault
 
@@ -77,7 +85,7 @@ class Table:
                 raise
             fault = log_fault(self.path(lake), version)
             if fault is None:  # delta-rs' first line, without its structures' dumps
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                first = first_line(exc)
                 fault = (first if len(first) <= 200 else first[:197] + "...",
                          "restore its log from a copy")
             at = "" if version is None else f" at version {version}"

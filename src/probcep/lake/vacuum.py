@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from probcep.errors import ProbcepError, warn, writing
+from probcep.errors import ProbcepError, first_line, warn, writing
 from probcep.lake.access import check_writable
 from probcep.lake.tables import (
     CATALOG,
@@ -105,7 +105,7 @@ def vacuum_lake(lake: Path, retain_hours: int | None = None, dry_run: bool = Fal
         try:
             found.append((table, DeltaTable(str(path))))
         except Exception as exc:  # delta-rs' errors: a log that does not parse, a gap
-            skipped.append(f"{table.name} (its Delta log cannot be read: {_first_line(exc)})")
+            skipped.append(f"{table.name} (its Delta log cannot be read: {first_line(exc)[:300]})")
     if not found and not skipped:
         raise ProbcepError(f"{lake}: holds none of the lake's tables (such as "
                            f"{TABLES[0].name}): not a lake, nothing vacuumed")
@@ -120,7 +120,7 @@ def vacuum_lake(lake: Path, retain_hours: int | None = None, dry_run: bool = Fal
         except ProbcepError:
             raise
         except Exception as exc:  # delta-rs' (a file it may not delete): the others go on
-            skipped.append(f"{table.name} (its vacuum failed: {_first_line(exc)})")
+            skipped.append(f"{table.name} (its vacuum failed: {first_line(exc)[:300]})")
     if skipped:
         raise VacuumError(f"{len(skipped)} table(s) not vacuumed: {'; '.join(skipped)}", done)
     return done
@@ -188,7 +188,7 @@ def _run(vacuum, path: Path, where: str) -> tuple[set[str], str]:
             if gone:
                 return gone, ("its closing commit conflicted with another writer's: the "
                               "files are gone, the table's history does not record it")
-            last = _first_line(exc)
+            last = first_line(exc)[:300]
             time.sleep(min(2.0, 0.05 * 2 ** n))
     raise ProbcepError(f"{where}: the vacuum's commit still conflicted with other writers' "
                        f"after {COMMIT_ATTEMPTS} attempts ({last}); nothing removed from it")
@@ -231,6 +231,3 @@ def _warn_short(retain_hours: int | None, found: list) -> None:
              f"runs) will miss its files", stacklevel=3)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__

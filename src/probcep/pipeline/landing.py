@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from probcep.errors import first_line
 from probcep.lake.spark import literal
 
 FORMATS = {".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json",
@@ -303,9 +304,9 @@ def _unreadable(path: Path, fmt, compression, e: Exception) -> Unreadable:
     if isinstance(e, UnicodeDecodeError):
         return Unreadable(path, "not UTF-8 text", str(e))
     if isinstance(e, EOFError):  # a compressed stream cut short before the header's end
-        return Unreadable(path, "broken or truncated file", _first_line(e))
+        return Unreadable(path, "broken or truncated file", first_line(e)[:500])
     return Unreadable(path, f"cannot be read as {fmt}" +
-                      (f" ({compression[1:]})" if compression else ""), _first_line(e))
+                      (f" ({compression[1:]})" if compression else ""), first_line(e)[:500])
 
 
 def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | None:
@@ -317,7 +318,7 @@ def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | N
     for path in sorted(files, key=lambda p: len(str(p)), reverse=True):
         if str(path) in text or path.as_uri() in text:
             cause = [line for line in text.splitlines() if line.startswith("Caused by:")]
-            detail = cause[-1].removeprefix("Caused by: ") if cause else _first_line(error)
+            detail = cause[-1].removeprefix("Caused by: ") if cause else first_line(error)[:500]
             # without a Java object's identity hash (`Scheme@21bc8b3d`), which differs
             # from run to run: a rerun of the same file then quarantines the same row
             detail = re.sub(r"(?<=[\w$])@[0-9a-f]{1,8}\b", "", detail)
@@ -326,10 +327,6 @@ def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | N
                                         "characters", detail[:500])
             return Unreadable(path, "broken or truncated file", detail[:500])
     return None
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:500]
 
 
 def _layout(columns) -> str:
@@ -482,7 +479,7 @@ def _parquet(spark, path: Path, domain):
     try:
         meta = pq.read_metadata(path)
     except Exception as e:  # pyarrow raises ArrowInvalid, OSError, ... on a bad footer
-        return Unreadable(path, "not a Parquet file, or truncated", _first_line(e))
+        return Unreadable(path, "not a Parquet file, or truncated", first_line(e)[:500])
     schema = meta.schema.to_arrow_schema()
     # INT96 (Hive, Impala, older Spark) is a timestamp to Spark, nanoseconds to Arrow
     int96 = {meta.schema.column(i).path for i in range(meta.num_columns)

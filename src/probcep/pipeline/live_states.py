@@ -113,7 +113,7 @@ class LiveStates:
         changes no row: the cache stands (QA: every state was read back after one)."""
         self._begin_clean()
         self.batch_id = batch_id
-        version = self._table_version()
+        version = LIVE_STATE.version(self.lake)
         if version != self.version:
             rows = LIVE_STATE.data_version(self.lake)  # None: no table
             if rows is None or self.version is None or rows > self.version:
@@ -258,7 +258,7 @@ class LiveStates:
         Every VACUUM_EVERY batches the files no longer in it are deleted: each batch
         replaces up to BUCKETS files, and only this process reads the table, always at
         its newest version, between batches (no file of a batch in progress exists)."""
-        self.version = self._table_version()
+        self.version = LIVE_STATE.version(self.lake)
         self.complete = complete
         self._begin_clean()
         if self.version is not None and (self.batch_id + 1) % VACUUM_EVERY == 0:
@@ -267,7 +267,7 @@ class LiveStates:
             table = DeltaTable(str(self.path))
             table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False,
                          full=True)  # full: files of batches that never committed too
-            self.version = self._table_version()  # vacuum may commit (its start, end)
+            self.version = LIVE_STATE.version(self.lake)  # vacuum may commit (its start, end)
 
     def abandon(self) -> None:
         """The batch failed: the next one starts from the table alone (its files not
@@ -342,6 +342,3 @@ class LiveStates:
     def _spill(self, key: Key, matcher: StreamMatcher) -> None:
         if self.touched.get(bucket(key[2]), {}).get(key) is not None:
             self.evicted[key] = matcher.to_bytes()  # else its bucket's file holds it
-
-    def _table_version(self) -> int | None:
-        return LIVE_STATE.version(self.lake)
