@@ -78,3 +78,65 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
     except OSError:
         return False
+
+
+class _Application:
+    """What `_watch_executors` asks of a session: executors, jobs, conf, stopped."""
+
+    def __init__(self, executors: list[int], jobs: list[int]):
+        self.executors, self.jobs = executors, jobs  # counts per poll, the driver's included
+        self.cancelled = 0
+        self.sparkContext = self
+        self._jsc = self
+
+    def sc(self):
+        return self
+
+    def getConf(self):
+        return {}
+
+    def isStopped(self) -> bool:
+        return not self.executors
+
+    def getExecutorMemoryStatus(self):
+        count = self.executors.pop(0)
+        return type("Status", (), {"size": lambda _: count})()
+
+    def statusTracker(self):
+        return type("Tracker", (), {"getActiveJobsIds": lambda _: self.jobs})()
+
+    def cancelAllJobs(self) -> None:
+        self.cancelled += 1
+
+
+@pytest.mark.parametrize("executors, jobs, cancels", [
+    ([3, 3, 3, 3, 3, 3], [7], 0),  # executors all along
+    ([3, 1, 1, 3, 1, 1, 3], [7], 0),  # lost, and back before the wait is over
+    ([3, 1, 1, 1, 1, 1], [], 0),  # none, but no job waits for one
+    ([3, 1, 1, 1, 1, 1], [7], 3),  # none for longer than the wait while a job waits
+])
+def test_a_standalone_application_without_executors_has_its_jobs_cancelled(
+        monkeypatch, executors, jobs, cancels):
+    """Every worker gone mid-run made Spark wait for good, silently (QA, 2026-11-28);
+    `tests/pipeline/test_cluster_night.py` kills a real cluster's workers (soak)."""
+    import probcep.lake.spark as spark
+
+    class Clock:  # a poll a second; the wait, a second and a half
+        now = 0.0
+
+        def monotonic(self):
+            return self.now
+
+        def sleep(self, seconds):
+            self.now += seconds
+
+    monkeypatch.setattr(spark, "time", Clock())
+    monkeypatch.setattr(spark, "EXECUTOR_WAIT_SECONDS", 1.5)
+    monkeypatch.setattr(spark, "_lost", [])
+    application = _Application(executors, jobs)
+    spark._watch_executors(application, "spark://h:7077")
+    assert application.cancelled == cancels
+    with pytest.raises(RuntimeError) if not cancels else \
+            pytest.raises(spark.ExecutorsLostError, match="every executor was lost"):
+        with spark.executors_lost():
+            raise RuntimeError("Job 7 cancelled as part of cancellation of all jobs")

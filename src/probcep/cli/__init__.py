@@ -24,6 +24,7 @@ from typing import NoReturn
 
 from probcep.cli.destinations import check_output, stdout_closed
 from probcep.errors import ProbcepError, ProbcepWarning, damaged, from_executors, refused, writing
+from probcep.lake.spark import executors_lost
 
 #: Modules that each define `register(subparsers)`; they import Spark, Delta and GX only
 #: inside their handlers, so `probcep group` never pays for them.
@@ -115,7 +116,8 @@ def _run(args: argparse.Namespace) -> int:
             if target is not None:  # a state is saved over the one it resumed from
                 check_output(target, [p for name, p in read.items() if p is not None and (
                     option, name) != ("save_state", "resume_from")])
-        with refused(), writing(getattr(args, "output", None)), from_executors(), damaged():
+        with executors_lost(), refused(), writing(getattr(args, "output", None)), \
+                from_executors(), damaged():
             return int(args.handler(args) or 0)
     except ProbcepError as exc:
         if _after_sigterm(exc):

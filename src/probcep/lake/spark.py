@@ -33,6 +33,8 @@ MASTER = re.compile(r"local(\[(\*|[1-9]\d*)(,\s*([1-9]\d*|\*))?\])?"
 #: executor) Spark waits for good, and says so only in a WARN line the session's ERROR
 #: level hides (QA, 2026-11-28: a night printed nothing for minutes).
 EXECUTOR_WAIT_SECONDS = 60.0
+#: How often a standalone application's executors are counted while it runs.
+EXECUTOR_POLL_SECONDS = 1.0
 
 #: Spark's loggers of a task's failure, off (see `spark_session`).
 TASK_LOGGERS = ("org.apache.spark.executor.Executor",
@@ -94,6 +96,8 @@ def spark_session(master: str | None = None, app: str = "probcep",
             name, jvm.org.apache.logging.log4j.Level.OFF)
     if master is not None and master.startswith("spark://"):
         _await_executor(session, master)
+        threading.Thread(target=_watch_executors, args=(session, master), daemon=True,
+                         name="probcep-executors").start()
     return session
 
 
@@ -114,6 +118,58 @@ def _await_executor(session, master: str) -> None:
                 f"{EXECUTOR_WAIT_SECONDS:.0f} s; are workers registered there, with a free "
                 f"core and the memory an executor asks (spark.executor.memory {memory})?")
         time.sleep(0.5)
+
+
+class ExecutorsLostError(ProbcepError):
+    """Every executor of a standalone application was lost and none came back."""
+
+
+#: Why the watchdog cancelled this process's Spark jobs, once it has (`_watch_executors`).
+_lost: list[str] = []
+
+
+def _watch_executors(session, master: str) -> None:
+    """Cancel the application's jobs once it has had no executor for
+    `EXECUTOR_WAIT_SECONDS` while a job waits for one: when every worker of a standalone
+    cluster goes, Spark waits for new ones for good, and says so only in a WARN line
+    (`executors_lost` gives the step its error). Ends with the session."""
+    sc = session.sparkContext
+    context = sc._jsc.sc()
+    if sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        return
+    since = None
+    try:
+        while not context.isStopped():
+            if context.getExecutorMemoryStatus().size() >= 2:  # the driver's is one
+                since = None
+            elif since is None:
+                since = time.monotonic()
+            elif (time.monotonic() - since > EXECUTOR_WAIT_SECONDS
+                  and sc.statusTracker().getActiveJobsIds()):
+                if not _lost:
+                    _lost.append(
+                        f"Spark master {master}: every executor was lost and none came back "
+                        f"within {EXECUTOR_WAIT_SECONDS:.0f} s, so the step's Spark jobs "
+                        f"were cancelled; what it committed stays, and it can run again "
+                        f"once workers are back (are the workers running?)")
+                sc.cancelAllJobs()
+            time.sleep(EXECUTOR_POLL_SECONDS)
+    except Exception:  # the session stopped, or the JVM went, under a call: nothing to watch
+        return
+
+
+@contextlib.contextmanager
+def executors_lost():
+    """Run the block; an error once the watchdog has cancelled this process's Spark jobs
+    (`_watch_executors`) becomes its one line."""
+    try:
+        yield
+    except ExecutorsLostError:
+        raise
+    except Exception as exc:
+        if not _lost:
+            raise
+        raise ExecutorsLostError(_lost[0]) from exc
 
 
 def _children() -> set[int]:
