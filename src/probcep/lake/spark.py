@@ -94,7 +94,8 @@ def spark_session(master: str | None = None, app: str = "probcep",
     for name in TASK_LOGGERS:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
             name, jvm.org.apache.logging.log4j.Level.OFF)
-    if master is not None and master.startswith("spark://"):
+    master = session.sparkContext.master  # under spark-submit, the one it was given
+    if master.startswith("spark://"):
         _await_executor(session, master)
         threading.Thread(target=_watch_executors, args=(session, master), daemon=True,
                          name="probcep-executors").start()
