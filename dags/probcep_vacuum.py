@@ -14,7 +14,10 @@ Runs each Sunday at 03:00 UTC, after Saturday's night has had three hours; no ca
 (a missed week is made up by the next). Trigger it by hand with the params below
 (`dry_run` lists what would go and removes nothing). One task, **vacuum**, in the
 worker's Python: no Spark. Its log has a line per table and the total; its XCom the
-number of files and bytes per table. A lake not made yet (no table) fails the task.
+number of files and bytes per table. A param the form does not declare (a mistyped
+`dry_run`), a lake not made yet (no table), or any other error `probcep vacuum`
+would print as one line fails the task without a retry; an unexpected error is
+retried once.
 """
 
 from __future__ import annotations
@@ -51,15 +54,27 @@ PARAMS = {
 )
 def probcep_vacuum():
     @task
-    def vacuum(params=None) -> dict:
+    def vacuum(params=None, dag_run=None) -> dict:
         """`probcep vacuum` over the settings' lake; files and bytes removed per table."""
+        from airflow.sdk.exceptions import AirflowFailException
+
         from probcep.config.settings import load_settings
+        from probcep.errors import ProbcepError
         from probcep.lake.vacuum import report, vacuum_lake
         from probcep.pipeline.context import new_run_id
 
+        # Airflow passes keys the form does not declare on unchecked: a mistyped
+        # `dry_run` removed files for real (QA, 2026-11-28)
+        unknown = sorted(set(getattr(dag_run, "conf", None) or {}) - set(PARAMS))
+        if unknown:
+            raise AirflowFailException(f"unknown param(s) {unknown}; known: "
+                                       f"{', '.join(PARAMS)}; nothing vacuumed")
         lake = load_settings().lake_root
         hours, dry_run = params["retain_hours"], bool(params["dry_run"])
-        done = vacuum_lake(lake, hours, dry_run, {"run_id": new_run_id("vacuum")})
+        try:
+            done = vacuum_lake(lake, hours, dry_run, {"run_id": new_run_id("vacuum")})
+        except ProbcepError as exc:  # a refusal would refuse again ten minutes later
+            raise AirflowFailException(str(exc)) from exc
         print("\n".join(report(lake, done, hours, dry_run)))
         return {t.table: {"files": len(t.files), "bytes": t.bytes} for t in done}
 

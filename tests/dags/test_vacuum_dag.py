@@ -45,3 +45,26 @@ def test_the_task_removes_what_replaced_days_left_and_reports_it(vacuum_task, tm
     assert done == dry and len(data_files(path)) == 1
     assert GROUPS.read(lake).sort_by("t_start").equals(groups(2))
     assert f"{lake}: removed {len(before) - 1} files" in capsys.readouterr().out
+
+
+def test_a_mistyped_param_or_a_refusal_fails_the_task_without_a_retry(vacuum_task, tmp_path,
+                                                                      monkeypatch):
+    """QA, 2026-11-28: `{"dryrun": true}` ran a real vacuum (Airflow passes keys the form
+    does not declare on), and "not a lake" was retried ten minutes later."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    lake = tmp_path / "lake"
+    GROUPS.replace_day(lake, DAY, groups(0), {"run_id": "r0"}, pattern=["room_visit"])
+    GROUPS.replace_day(lake, DAY, groups(1), {"run_id": "r1"}, pattern=["room_visit"])
+    before = data_files(GROUPS.path(lake))
+    monkeypatch.setenv("PROBCEP_LAKE_ROOT", str(lake))
+    run = type("DagRun", (), {"conf": {"dryrun": True, "retain_hours": 0}})()
+    with pytest.raises(AirflowFailException, match=r"unknown param\(s\) \['dryrun'\]; known: "
+                                                   r"retain_hours, dry_run; nothing vacuumed"):
+        vacuum_task(params={"retain_hours": 0, "dry_run": False}, dag_run=run)
+    assert data_files(GROUPS.path(lake)) == before
+
+    monkeypatch.setenv("PROBCEP_LAKE_ROOT", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(AirflowFailException, match="holds none of the lake's tables"):
+        vacuum_task(params={"retain_hours": None, "dry_run": True})
