@@ -179,5 +179,7 @@ def test_a_second_run_of_the_same_day_waits_for_the_first(spark, tmp_path, night
     assert time.monotonic() - started >= 1.5
     assert any(f"another run is writing gold/groups for {DAY} (pattern=room_visit)" in m
                and "waiting up to" in m for m in caplog.messages)
+    assert any(m.startswith(f"took the lock on gold/groups for {DAY} (pattern=room_visit) "
+                            f"after waiting ") for m in caplog.messages)
     assert GROUPS.read(lake).num_rows > 0
     assert GROUPS.version(lake) == 0

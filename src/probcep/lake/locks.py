@@ -223,7 +223,7 @@ def _acquire(path: Path, what: str, deadline: float, wait: float, token: str) ->
         "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "slice": what,
         "token": token})
     draft = path.with_name(f".{path.stem}.{token}.draft")
-    delay, announced = 0.05, False
+    delay, announced, started = 0.05, False, time.monotonic()
     try:
         while True:
             try:
@@ -244,6 +244,9 @@ def _acquire(path: Path, what: str, deadline: float, wait: float, token: str) ->
             except FileNotFoundError:  # its day folder was removed by a releasing run
                 continue
             else:
+                if announced:  # the wait's end, beside its start: how long it held the run
+                    log.warning("took the lock on %s after waiting %.1f s", what,
+                                time.monotonic() - started)
                 return
             if _wait_for(path, what, deadline, wait, delay, announced):
                 delay, announced = min(delay * 2, 1.0), True
