@@ -91,8 +91,11 @@ def test_replaced_files_go_current_and_young_unknown_files_stay(tmp_path, capsys
     assert "gold/groups: removed 2 files" in capsys.readouterr().out
     assert data_files(path) == current | {young.name, "_staging/run/part-0.parquet"}
     assert GROUPS.read(lake).sort_by("t_start").equals(groups(2))  # the table reads whole
+    version = GROUPS.version(lake)
     with pytest.warns(ProbcepWarning, match="a retention of 0 h"):
         assert vacuum_lake(lake, retain_hours=0)[0].files == ()  # nothing left to remove
+    # and no commit says it removed them again (QA, 2026-11-28: two a vacuum, each time)
+    assert GROUPS.version(lake) == version
 
 
 def test_files_a_checkpoint_forgot_and_old_orphans_go(tmp_path):
@@ -211,3 +214,16 @@ def test_a_vacuum_is_not_new_data_for_what_pins_a_version(tmp_path):
     GROUPS.replace_day(lake, DAY, groups(7), {"run_id": "r7"}, pattern=["room_visit"])
     assert GROUPS.data_version(lake) == GROUPS.version(lake) == written + 3
     assert ALERTS.data_version(lake) is None
+
+
+def test_a_key_is_found_behind_commits_that_lack_it(tmp_path):
+    """Silver's clock, recorded by its writes, was looked for in its last 50 commits only:
+    25 vacuums hid it, and a night on another clock was let in (QA, 2026-11-28)."""
+    lake = tmp_path / "lake"
+    GROUPS.replace_day(lake, DAY, groups(0), {"run_id": "r0", "clock": "60 s"},
+                       pattern=["room_visit"])
+    for rnd in range(1, 6):
+        GROUPS.replace_day(lake, DAY, groups(rnd), {"run_id": f"r{rnd}"}, pattern=["room_visit"])
+    assert GROUPS.recorded(lake, ("clock", "run_id"), depth=2) == {"clock": "60 s",
+                                                                   "run_id": "r5"}
+    assert GROUPS.recorded(lake, ("gaps",), depth=2) == {"gaps": None}
