@@ -13,7 +13,7 @@ wall-clock time, as a Markdown table, and draws the bundle recall as a PNG.
         [--plot docs/approx_eval.png]
 
 Work units are node expansions, so every number here is reproducible; only the seconds
-vary. The sensor streams are generated here (`approx_streams.sensor_stream`): the
+vary. The sensor streams are generated here (`approx_generators.sensor_stream`): the
 sample data under `data/sample/` was not available when this was written. With
 `--sensor-file F` they come from a probabilistic stream file instead (the `probcep
 group` input: stream_id, t, one probability column per symbol), most likely symbol per
@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from approx_streams import (  # noqa: E402
+from approx_generators import (  # noqa: E402
     BUY_PATTERN,
     SENSOR_PATTERN,
     sensor_stream,
@@ -243,7 +243,8 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="shorter streams")
     parser.add_argument("--plot", type=Path, help="write the bundle-recall plot here (PNG)")
     parser.add_argument("--seeds", type=int, nargs=2, default=(101, 202),

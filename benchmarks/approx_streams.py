@@ -45,7 +45,8 @@ def per_stream(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, default=20_000)
     parser.add_argument("--events", type=int, default=5, help="events per stream")
     args = parser.parse_args()

@@ -173,7 +173,8 @@ def floor_cost(corr, transducer, groups, source, stats):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--streams", type=int, default=1000)
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)

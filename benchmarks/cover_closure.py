@@ -36,7 +36,8 @@ def seconds(pkg, pattern, window, theta, probs) -> tuple[float, list]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", default="485989f", help="commit to compare with")
     parser.add_argument("--rows", type=int, default=150)
     parser.add_argument("--k", type=int, default=12, help="the K of `a .{K} b`")

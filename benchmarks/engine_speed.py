@@ -104,7 +104,8 @@ def write_stream(probs: np.ndarray, path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", default=BASELINE, help="commit to compare with")
     parser.add_argument("--timesteps", type=int, default=1_000_000)
     parser.add_argument("--theta0-timesteps", type=int, default=100_000,

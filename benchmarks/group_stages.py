@@ -57,7 +57,8 @@ def clock(fn) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timesteps", type=int, nargs="+", default=[1_000_000],
                         help="stream lengths; with two or more, also the ratio of what the "
                         "longest adds over the shortest (the per-run fixed cost left out)")

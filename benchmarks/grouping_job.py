@@ -142,7 +142,8 @@ def spark_job(files: list[str], staging: Path, entry, cores: int,
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--timesteps", type=int, default=50_000)
     parser.add_argument("--cores", type=int, default=2)

@@ -143,9 +143,9 @@ def cluster_vs_local(streams: int, timesteps: int, repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         files = write_streams(tmp / "silver", streams, timesteps, 7)
-        with standalone_cluster(tmp) as master:
+        with standalone_cluster(tmp) as cluster:
             results = {}
-            for name, where in (("local[2]", "local[2]"), ("cluster", master)):
+            for name, where in (("local[2]", "local[2]"), ("cluster", cluster.url)):
                 out = subprocess.run(
                     [sys.executable, __file__, "--grouping-child", where, str(tmp),
                      str(repeat), *files], check=True, capture_output=True, text=True,
@@ -161,7 +161,8 @@ def cluster_vs_local(streams: int, timesteps: int, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--readings", type=int, nargs="*",
                         default=[1_000_000, 5_000_000, 10_000_000])
     parser.add_argument("--streams", type=int, default=500)

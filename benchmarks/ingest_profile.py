@@ -141,7 +141,8 @@ def jobs(events: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--readings", type=int, default=5_000_000)
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)

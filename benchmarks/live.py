@@ -83,7 +83,8 @@ def run(events, query: Query, capacity: int, policy: str):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--streams", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--active", type=float, default=0.25)

@@ -35,6 +35,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -112,7 +113,8 @@ def percentile(values, q):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--streams", type=int, default=10_000)
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--trigger", type=int, default=10)
@@ -126,7 +128,8 @@ def main() -> None:
                     help="register a correlation and time its phase")
     ap.add_argument("--lookback", default="1h", help="the correlation's lookback (e.g. 1h, 5min)")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    ap.add_argument("--keep", type=Path, help="work in this folder and keep it (else a "
+                    "temporary one, removed after the report, kept if it failed)")
     ap.add_argument("--report", type=Path, help="only report on this kept folder's run")
     args = ap.parse_args()
     if args.report:
@@ -163,6 +166,8 @@ def main() -> None:
     (folder / "written.json").write_text(json.dumps(
         {"written": written, "load": [load_before, load_after], "warmup": args.warmup}))
     report(folder, args, written, load_before, load_after)
+    if not args.keep:  # kept when the report failed (it exits first): live.log says why
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def report(folder: Path, args, written: dict, load_before: str, load_after: str) -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -185,7 +186,8 @@ def midnight(name: str, n: int, src: Path, work: Path, args) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--streams", type=int, nargs="+", default=[10_000, 40_000])
     ap.add_argument("--cache", type=int, default=1000, help="live_cache_streams")
     ap.add_argument("--active", type=int, default=1000, help="streams read per batch")
@@ -193,7 +195,8 @@ def main() -> None:
     ap.add_argument("--baseline", default="main", help="git revision to compare with "
                     "('' for none)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    ap.add_argument("--keep", type=Path, help="work in this folder and keep it (else a "
+                    "temporary one, removed at the end)")
     ap.add_argument("--scenario", choices=["steady", "midnight"], default="steady")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
@@ -230,7 +233,8 @@ def main() -> None:
     load_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"load before: {load_before}\nload after:  {load_after}")
     print(f"cache {args.cache} streams, {args.active} streams read in each of "
-          f"{args.batches} files; work folder {work}")
+          f"{args.batches} files; work folder {work}"
+          + ("" if args.keep else " (removed at the end)"))
     lo, hi = min(args.streams), max(args.streams)
     moments = {"measure": "measure"} if args.scenario == "steady" else \
         {"build": "day end", "measure": "seed"}
@@ -248,6 +252,8 @@ def main() -> None:
             for n in args.streams:
                 a, b = results["baseline", n][key], results["this", n][key]
                 print(f"{moment}, N={n}: driver peak this/baseline = {b[0] / a[0]:.3f}")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

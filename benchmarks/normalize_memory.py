@@ -81,7 +81,8 @@ def measure(lake: Path, landing: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--readings", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)

@@ -135,7 +135,8 @@ def per_day(r: dict, what: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="the converter's OUT_DIR")
     parser.add_argument("--baseline", default="b518a6d",
                         help="the commit to compare with (default: dense silver)")
