@@ -83,8 +83,9 @@ def _alive(pid: int) -> bool:
 class _Application:
     """What `_watch_executors` asks of a session: executors, jobs, conf, stopped."""
 
-    def __init__(self, executors: list[int], jobs: list[int]):
-        self.executors, self.jobs = executors, jobs  # counts per poll, the driver's included
+    def __init__(self, executors: list[int], jobs: str):
+        self.executors = executors  # counts per poll, the driver's included
+        self.jobs = list(jobs)  # per poll: "y" a job is running, "n" none
         self.cancelled = 0
         self.sparkContext = self
         self._jsc = self
@@ -100,20 +101,24 @@ class _Application:
 
     def getExecutorMemoryStatus(self):
         count = self.executors.pop(0)
+        running = [7] if self.jobs.pop(0) == "y" else []
+        self.tracker = type("Tracker", (), {"getActiveJobsIds": lambda _: running})()
         return type("Status", (), {"size": lambda _: count})()
 
     def statusTracker(self):
-        return type("Tracker", (), {"getActiveJobsIds": lambda _: self.jobs})()
+        return self.tracker
 
     def cancelAllJobs(self) -> None:
         self.cancelled += 1
 
 
 @pytest.mark.parametrize("executors, jobs, cancels", [
-    ([3, 3, 3, 3, 3, 3], [7], 0),  # executors all along
-    ([3, 1, 1, 3, 1, 1, 3], [7], 0),  # lost, and back before the wait is over
-    ([3, 1, 1, 1, 1, 1], [], 0),  # none, but no job waits for one
-    ([3, 1, 1, 1, 1, 1], [7], 3),  # none for longer than the wait while a job waits
+    ([3, 3, 3, 3, 3, 3], "yyyyyy", 0),  # executors all along
+    ([3, 1, 1, 3, 1, 1, 3], "yyyyyyy", 0),  # lost, and back before the wait is over
+    ([3, 1, 1, 1, 1, 1], "nnnnnn", 0),  # none, but no job waits for one
+    ([3, 1, 1, 1, 1, 1], "yyyyyy", 3),  # none for longer than the wait while a job waits
+    ([3, 1, 1, 1, 1, 1, 1], "yynyyyy", 2),  # the wait counts from the job that waits
+    ([3, 1, 1, 1, 1, 1, 1], "yyyynyy", 3),  # once lost, a later job is not waited for
 ])
 def test_a_standalone_application_without_executors_has_its_jobs_cancelled(
         monkeypatch, executors, jobs, cancels):
@@ -134,9 +139,12 @@ def test_a_standalone_application_without_executors_has_its_jobs_cancelled(
     monkeypatch.setattr(spark, "EXECUTOR_WAIT_SECONDS", 1.5)
     monkeypatch.setattr(spark, "_lost", [])
     application = _Application(executors, jobs)
-    spark._watch_executors(application, "spark://h:7077")
-    assert application.cancelled == cancels
     with pytest.raises(RuntimeError) if not cancels else \
             pytest.raises(spark.ExecutorsLostError, match="every executor was lost"):
-        with spark.executors_lost():
+        with spark.executors_lost():  # the command's block, the watchdog beside it
+            spark._watch_executors(application, "spark://h:7077")
             raise RuntimeError("Job 7 cancelled as part of cancellation of all jobs")
+    assert application.cancelled == cancels
+    with pytest.raises(RuntimeError):  # the next command does not inherit the loss
+        with spark.executors_lost():
+            raise RuntimeError("another error")

@@ -130,23 +130,24 @@ _lost: list[str] = []
 
 
 def _watch_executors(session, master: str) -> None:
-    """Cancel the application's jobs once it has had no executor for
-    `EXECUTOR_WAIT_SECONDS` while a job waits for one: when every worker of a standalone
-    cluster goes, Spark waits for new ones for good, and says so only in a WARN line
-    (`executors_lost` gives the step its error). Ends with the session."""
+    """Cancel the application's jobs once a job has waited `EXECUTOR_WAIT_SECONDS` with
+    no executor to run on: when every worker of a standalone cluster goes, Spark waits
+    for new ones for good, and says so only in a WARN line (`executors_lost` gives the
+    step its error). Ends with the session."""
     sc = session.sparkContext
     context = sc._jsc.sc()
     if sc.getConf().get("spark.dynamicAllocation.enabled", "false").lower() == "true":
         return
-    since = None
+    since = None  # since when a job has waited with no executor
     try:
         while not context.isStopped():
-            if context.getExecutorMemoryStatus().size() >= 2:  # the driver's is one
+            if (context.getExecutorMemoryStatus().size() >= 2  # the driver's is one
+                    or not sc.statusTracker().getActiveJobsIds()):
                 since = None
-            elif since is None:
-                since = time.monotonic()
-            elif (time.monotonic() - since > EXECUTOR_WAIT_SECONDS
-                  and sc.statusTracker().getActiveJobsIds()):
+            else:
+                since = time.monotonic() if since is None else since
+            # once the loss is declared, a job the step starts after it is not waited for
+            if since is not None and (_lost or time.monotonic() - since > EXECUTOR_WAIT_SECONDS):
                 if not _lost:
                     _lost.append(
                         f"Spark master {master}: every executor was lost and none came back "
@@ -162,7 +163,8 @@ def _watch_executors(session, master: str) -> None:
 @contextlib.contextmanager
 def executors_lost():
     """Run the block; an error once the watchdog has cancelled this process's Spark jobs
-    (`_watch_executors`) becomes its one line."""
+    (`_watch_executors`) becomes its one line (a loss before the block is forgotten)."""
+    _lost.clear()
     try:
         yield
     except ExecutorsLostError:
