@@ -153,22 +153,16 @@ def _vacuum(table: Table, delta, lake: Path, retain_hours: int | None, dry_run: 
     passes = [(hours, True)] if hours >= own else [(hours, False), (own, True)]
     before = _data_files(path)
     if dry_run:
-        gone = set()
-        for hrs, full in passes:
-            gone |= {unquote(f) for f in delta.vacuum(
-                retention_hours=hrs, dry_run=True, enforce_retention_duration=False, full=full)}
-        gone &= set(before)  # a removal may name a file gone already
+        gone = set().union(*(_on_disk(delta, hrs, full, before) for hrs, full in passes))
         return Vacuumed(table.name, tuple(sorted(gone)), sum(before[f] for f in gone))
     gone, notes = set(), []
     from deltalake import DeltaTable
 
     for hrs, full in passes:
-        if not {unquote(f) for f in DeltaTable(str(path)).vacuum(
-                retention_hours=hrs, dry_run=True, enforce_retention_duration=False,
-                full=full)} & set(_data_files(path)):
-            # nothing of it on disk: delta-rs would still commit a start and an end for
-            # the removals its log keeps (QA, 2026-11-28: a table's version climbing by
-            # two a vacuum, each saying it deleted files long gone)
+        if not _on_disk(DeltaTable(str(path)), hrs, full, _data_files(path)):
+            # delta-rs would still commit a start and an end for the removals its log
+            # keeps (QA, 2026-11-28: a table's version climbing by two a vacuum, each
+            # saying it deleted files long gone)
             continue
         removed, note = _run(lambda h=hrs, f=full: DeltaTable(str(path)).vacuum(
             retention_hours=h, dry_run=False, enforce_retention_duration=False, full=f,
@@ -178,6 +172,14 @@ def _vacuum(table: Table, delta, lake: Path, retain_hours: int | None, dry_run: 
     gone &= set(before)
     return Vacuumed(table.name, tuple(sorted(gone)), sum(before[f] for f in gone),
                     "; ".join(notes))
+
+
+def _on_disk(delta, hours: int, full: bool, files: dict) -> set[str]:
+    """What one delta-rs vacuum pass would delete that is among `files` (a removal the
+    log keeps may name a file gone already)."""
+    return {unquote(f) for f in delta.vacuum(retention_hours=hours, dry_run=True,
+                                             enforce_retention_duration=False,
+                                             full=full)} & set(files)
 
 
 def _run(vacuum, path: Path, where: str) -> tuple[set[str], str]:
