@@ -227,3 +227,33 @@ def test_a_key_is_found_behind_commits_that_lack_it(tmp_path):
     assert GROUPS.recorded(lake, ("clock", "run_id"), depth=2) == {"clock": "60 s",
                                                                    "run_id": "r5"}
     assert GROUPS.recorded(lake, ("gaps",), depth=2) == {"gaps": None}
+
+
+def test_files_moved_in_but_not_committed_yet_outlive_a_vacuum(tmp_path, monkeypatch):
+    """A writer moves its staged files into the table, then commits them. A file staged
+    longer ago than the table's own retention kept its staging time, so a vacuum between
+    the move and the commit took it for an orphan (QA, 2026-11-28, by reading the code)."""
+    import pyarrow.parquet as pq
+
+    from probcep.lake import delta
+
+    lake = tmp_path / "lake"
+    path = replaced(lake, rounds=1)
+    DeltaTable(str(path)).alter.set_table_properties(
+        {"delta.deletedFileRetentionDuration": "interval 1 hours"})
+    went = []
+    real = delta.add_action
+
+    def vacuum_first(file, *args):  # runs after the move, before the commit
+        went.extend(f for v in vacuum_lake(lake) for f in v.files)
+        return real(file, *args)
+
+    monkeypatch.setattr(delta, "add_action", vacuum_first)
+    with delta.staging_folder(path) as folder:
+        folder.mkdir()
+        rows = groups(1)
+        pq.write_table(rows, folder / "part-00000.parquet")
+        os.utime(folder / "part-00000.parquet", (MONTH_AGO, MONTH_AGO))
+        assert delta.commit_staged(folder, rows.schema, GROUPS, lake, DAY, {"run_id": "r1"})
+    assert went == []
+    assert GROUPS.read(lake).sort_by("t_start").equals(groups(1))

@@ -386,6 +386,9 @@ def commit_staged(folder: Path, schema, table: Table, lake, day: dt.date, metada
             (path / partition).mkdir(parents=True, exist_ok=True)
             for src, rel in zip(parts, names):
                 os.replace(src, path / rel)
+                # dated now, not when staged: a vacuum spares files younger than the
+                # table's retention that no version names yet (this one, until committed)
+                os.utime(path / rel)
             adds = [add_action(path / rel, rel, {table.day_column: day.isoformat()}, schema,
                                table.day_column) for rel in names]
             properties = commit_properties({**metadata, "write_id": write, "fingerprint": fp})
