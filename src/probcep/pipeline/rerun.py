@@ -100,9 +100,10 @@ def rerun_days(ctx: RunContext, first: dt.date, last: dt.date,
     _prepare(ctx, fixed)
     left = unregistered(ctx, first)
     if left:
-        ctx.echo(f"warning: {', '.join(left)} no longer in the registry: their rows of "
-                 f"{first} and later stay as they were, alerts included (docs/pipeline.md "
-                 "§4 says how to retire them)")
+        ctx.echo(f"warning: {', '.join(left)} not in the registry (taken out, or never in "
+                 f"it, as the demo's correlation `revisit`): their rows of {first} and later "
+                 "stay as they were, alerts included (docs/pipeline.md §4 says how to retire "
+                 "them)")
     # marked only now: a rerun refused by its checks or its landing files changed no
     # state, and a mark of a day that cannot be rerun yet (today) would stay for good
     folder = Path(ctx.lake) / RERUN_MARKS
