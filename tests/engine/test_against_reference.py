@@ -89,6 +89,29 @@ def test_complete_overlap_at_theta_0_matches_reference(case, window, t0):
     _assert_same(_run(query, probs, t0), want)
 
 
+tilts = st.lists(st.sampled_from([0.0, -1e-9, -4e-10, 3e-10, 1e-9]), min_size=8, max_size=8)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(cases(), policies, st.sampled_from([0.0, 0.0, 0.05]), windows, tilts)
+def test_rows_summing_to_1_within_the_tolerance_give_the_sum_over_worlds(
+        case, policy, threshold, window, tilt):
+    """Rows may sum to 1 within 1e-9 (docs/semantics.md §1); P(g) is still the sum over
+    worlds of the rows as given, to rounding: mass accepted before a row was not multiplied
+    by it, and P(g) was off by up to the group's rows times 1e-9 (QA, 2026-11-28). θ = 0
+    under complete overlap takes the shared pass."""
+    letters, text, regex, probs = case
+    probs = probs * (1.0 + np.array(tilt[: len(probs)]))[:, None]
+    query = _compile_or_skip(text, regex, letters, policy=policy, threshold=threshold,
+                             window=window)
+    want = reference_groups(probs.tolist(), letters, regex, policy, threshold, window)
+    got = _run(query, probs, 0)
+    assert [g[:3] + g[4:] for g in got] == [w[:3] + w[4:] for w in want]
+    for g, w in zip(got, want):  # within [max P(m), 1], as always (§4)
+        assert g[3] == pytest.approx(min(max(w[3], w[5]), 1.0), rel=1e-13, abs=1e-15), (g, w)
+
+
 def test_theta_0_complete_equals_the_per_group_pass():
     """The shared pass gives each group the probability of its own forward pass (the
     method for every other query) to 1e-12, on streams longer than the reference takes."""

@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from probcep.engine import PatternError, Query, StreamMatcher
+from probcep.engine.automaton import compile_pattern
 from probcep.engine.correlate import Correlation
 from probcep.engine.grouping import QueryError
 from probcep.engine.read_plans import STRATEGIES, ArchiveStats, Timeline, correlate, match_ends
-from probcep.engine.transducer import Transducer
+from probcep.engine.transducer import SCALED_STEPS, Transducer
 
 from .reference import all_matches, correlation_probability
 from .strategies import LETTERS, patterns, policies, streams, thresholds, windows
@@ -136,13 +137,16 @@ def test_expected_match_counts_bound_the_archive_probability(case, window, cut):
     st.just(LETTERS[:n]), patterns(LETTERS[:n]), streams(n, max_len=12, max_worlds=10**9),
     st.lists(st.integers(0, 120), min_size=12, max_size=12), st.integers(0, n - 1),
     st.booleans())), windows, st.lists(st.tuples(st.integers(-5, 400), st.integers(0, 400)),
-                                       min_size=1, max_size=4))
-def test_silent_stretches_are_stepped_over_exactly(case, window, spans):
+                                       min_size=1, max_size=4),
+       st.sampled_from([0.0, 0.0, -1e-9, 3e-10]))
+def test_silent_stretches_are_stepped_over_exactly(case, window, spans, tilt):
     """`accept_sparse` over stored rows with long silences between them gives the bits of
-    the forward pass over every timestep filled in, whatever the ranges."""
+    the forward pass over every timestep filled in, whatever the ranges, also where the
+    rows sum to 1 only within the input's tolerance (`tilt`)."""
     letters, (text, _), probs, gaps, quiet, one_hot = case
     dfa = _build(text, letters, Correlation.build, window=window, lookback=1).dfa
     silence = np.eye(len(letters))[quiet] if one_hot else np.full(len(letters), 1 / len(letters))
+    silence, probs = silence * (1 + tilt), probs * (1 - tilt)
     t = np.cumsum(np.asarray(gaps[:len(probs)]) + 1) - 1
     dense = np.tile(silence, (int(t[-1]) + 200, 1))
     dense[t] = probs
@@ -174,3 +178,20 @@ def test_an_unknown_strategy_is_refused():
     with pytest.raises(QueryError, match="strategy must be one of"):
         correlate(corr, Transducer(corr.dfa, None), {}, Timeline([1.0, 0.0], {}), "eager",
                   (0, 1))
+
+
+def test_a_long_silence_that_sums_to_1_within_the_tolerance_scales_what_was_accepted():
+    """Past a match, a silence row of mass 1 - 1e-9 multiplies the accepted mass once a
+    step (the sum over worlds of §1), stepped one at a time up to `SCALED_STEPS` and by a
+    power beyond, however long the stretch."""
+    transducer = Transducer(compile_pattern("a", "ab"), None)
+    silence = np.array([0.0, 1.0 - 1e-9])
+    for k in (10, 5000, SCALED_STEPS + 3, 3 * SCALED_STEPS):
+        got = transducer.accept_sparse(np.array([0]), np.array([[1.0, 0.0]]), silence,
+                                       np.array([0]), np.array([k]))
+        dense = np.tile(silence, (min(k, 5000) + 1, 1))
+        dense[0] = [1.0, 0.0]
+        if k <= 5000:  # the bits of the filled-in rows
+            assert got.tolist() == transducer.accept_probabilities(
+                dense, [0], [k + 1], [-1]).tolist()
+        assert got[0] == pytest.approx((1.0 - 1e-9) ** k, rel=1e-12)

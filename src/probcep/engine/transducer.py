@@ -64,6 +64,10 @@ COVER_RELATIVE = 1e-10
 #: composites), is refused with a reason at this many (k = 19), not left to exhaust the
 #: machine's memory.
 MAX_COMPOSITES = 1 << 20
+#: A silent stretch that only scales the accepted mass (its row sums to 1 within the
+#: input's tolerance, not exactly) is stepped this far one multiplication at a time (the
+#: bits of the filled-in rows), and beyond it by a power (the stretch would take as long).
+SCALED_STEPS = 1 << 20
 #: Statuses of `_cover_blocks`.
 DONE, NEED_A, NEED_T, NEED_B = 0, 1, 2, 3
 
@@ -114,6 +118,19 @@ def _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids, out_vals, mark,
     return m, accepted
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_sum(rows, r):
+    """Row r's mass. Mass already accepted is multiplied by each later row's, as every
+    world that holds an accepted prefix is counted: with rows that sum to 1 only within
+    the input's tolerance, P(g) is then the sum over worlds of docs/semantics.md §4 (and
+    `--method naive`'s), not the probability of an accepted prefix, which differed from it
+    by up to the group's rows times 1e-9 (QA, 2026-11-28). 1 changes no bit."""
+    total = 0.0
+    for a in range(rows.shape[1]):
+        total += rows[r, a]
+    return total
+
+
 @njit(cache=True, nogil=True)
 def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accepted,
              out_ids, out_vals, mark):
@@ -138,6 +155,8 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
             for i in range(nvec):  # `build` fills a state's row for all symbols at once
                 if table[ids[i], 0, mode] == UNKNOWN:
                     return g, r, nvec, accepted
+            if accepted != 0.0:
+                accepted *= _row_sum(rows, r)  # see `_row_sum`
             m, accepted = _sparse_step(table, rows, r, mode, ids, vals, nvec, out_ids,
                                        out_vals, mark, False, out_vals, accepted)
             for i in range(m):
@@ -150,19 +169,35 @@ def _forward(table, rows, los, his, firsts, out, g0, r0, ids, vals, nvec, accept
 
 
 @njit(cache=True, nogil=True)
+def _scaled(x, s, k):
+    """x multiplied by s k times, one step at a time as the rows would (the same bits)
+    until it stops changing; past `SCALED_STEPS` steps, by the power of what is left."""
+    for _ in range(min(k, SCALED_STEPS)):
+        y = x * s
+        if y == x:  # 0, inf, or where rounding holds it: so would every later step
+            return x
+        x = y
+    if k > SCALED_STEPS:
+        x *= s ** (k - SCALED_STEPS)
+    return x
+
+
+@njit(cache=True, nogil=True)
 def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, vals, nvec,
                     accepted, out_ids, out_vals, mark, seen):
     """Mode-T forward pass for ranges g = pos[0], ...: range g covers the timesteps
     [los[g], his[g]], whose stored rows are rows[a_idx[g]:] (times `t`, sorted); every
-    other timestep holds `silence`. After a silent step that leaves the vector and the
-    accepted mass bit for bit as they were, every further silent step would too (the
-    step is a function of them and the row), so the rest of the silent stretch is skipped.
+    other timestep holds `silence`. After a silent step that leaves the vector bit for bit
+    as it was and accepts no more, every further silent step would too (the step is a
+    function of them and the row), bar scaling the accepted mass by the silence's (which
+    `_scaled` does), so the rest of the silent stretch is skipped.
 
     Resumes range pos[0] at time pos[1], stored row pos[2], with the given vector. Stops at
     the first transition not in the table (pos says where; returns nvec, accepted) and
     sets pos[0] = len(los) when done.
     """
     quiet = silence.reshape((1, silence.shape[0]))
+    quiet_sum = _row_sum(quiet, 0)
     g0 = pos[0]
     for g in range(g0, los.shape[0]):
         if g != g0:
@@ -179,8 +214,10 @@ def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, val
                 if table[ids[k], 0, MODE_T] == UNKNOWN:
                     pos[0], pos[1], pos[2] = g, cur, i
                     return nvec, accepted
-            before = accepted
             row, r = (rows, i) if stored else (quiet, 0)
+            if accepted != 0.0:
+                accepted *= _row_sum(row, r)
+            before = accepted
             m, accepted = _sparse_step(table, row, r, MODE_T, ids, vals, nvec, out_ids,
                                        out_vals, mark, False, out_vals, accepted)
             same = not stored and m == nvec and accepted == before
@@ -201,7 +238,10 @@ def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, val
                 i += 1
                 cur += 1
             elif same:  # a fixed point: on to the next stored row (or the range's end)
-                cur = min(t[i], his[g] + 1) if i < t.shape[0] else his[g] + 1
+                nxt = min(t[i], his[g] + 1) if i < t.shape[0] else his[g] + 1
+                if accepted != 0.0 and quiet_sum != 1.0:  # each step scales it alone
+                    accepted = _scaled(accepted, quiet_sum, nxt - cur - 1)
+                cur = nxt
             else:
                 cur += 1
         out[g] = accepted
@@ -243,6 +283,23 @@ def _row_sums(rows, lo, hi, out):
         for a in range(rows.shape[1]):
             total += rows[r, a]
         out[r] = total
+
+
+@njit(cache=True, nogil=True)
+def _times_mass(out, starts, ends, rows, masses):
+    """out[g] times the masses of the rows (sorted; masses[k] is row rows[k]'s) in
+    [starts[g], ends[g]], multiplied in row order: the same bits however the stream was cut."""
+    k = 0
+    for g in range(out.shape[0]):
+        while k > 0 and rows[k - 1] >= starts[g]:  # starts rise with t_first, mostly
+            k -= 1
+        while k < rows.shape[0] and rows[k] < starts[g]:
+            k += 1
+        x = out[g]
+        while k < rows.shape[0] and rows[k] <= ends[g]:
+            x *= masses[k]
+            k += 1
+        out[g] = x
 
 
 @njit(cache=True, nogil=True)
@@ -523,6 +580,15 @@ class Transducer:
             return None
         sums = np.zeros(len(rows))
         _row_sums(rows, int(anchors[0]), hi, sums)
+        # Rows that sum to 1 only within the input's tolerance: the pass runs on them
+        # normalized, and each P(g) is multiplied by its own rows' mass, which makes it the
+        # sum over worlds of the rows as given (see `_row_sum`). Rows of mass 1 change no bit.
+        raw, uneven = rows, np.flatnonzero(sums[int(anchors[0]): hi] != 1.0) + int(anchors[0])
+        if len(uneven):
+            rows, some = rows.copy(), uneven[sums[uneven] > 0.0]
+            rows[some] /= sums[some, None]
+            masses = sums[uneven]
+            _row_sums(rows, int(anchors[0]), hi, sums)
         out, bound = np.zeros(len(firsts)), np.zeros(len(firsts))
         pos = np.zeros(4, np.int64)  # where _cover_blocks resumes, with the vector kept
         dropped = np.zeros(2)  # and the mass its pass has dropped
@@ -556,12 +622,15 @@ class Transducer:
                                         pos, ids, vals, out_ids, out_vals, out_free, mark,
                                         dropped, self.cover_drop, self.cover_budget)
             if status == DONE:
+                if len(uneven):
+                    _times_mass(out, starts, np.asarray(ends, np.int64) - rows_t0, uneven,
+                                masses)
                 self.cover_dropped += dropped[1]
                 shaky = np.flatnonzero(bound > self.cover_relative * out) \
                     if self.cover_relative < np.inf else ()
                 if len(shaky):
                     his = np.asarray(ends, np.int64)[shaky] - rows_t0 + 1
-                    out[shaky] = self.accept_probabilities(rows, starts[shaky], his,
+                    out[shaky] = self.accept_probabilities(raw, starts[shaky], his,
                                                            firsts[shaky])
                     self.cover_redone += len(shaky)
                 return out
