@@ -125,3 +125,18 @@ def test_silence_is_checked_as_a_block_of_rows_is(before, t0, n, said):
     with pytest.raises(InputError, match=re.escape(said)):
         matcher.feed_silence(t0, n, np.array([0.0, 1.0]))
     assert matcher.next_t == (len(before) if before else None)
+
+
+def test_an_empty_block_after_the_last_timestep_is_nothing_more():
+    """A stream that ended at t = 2^63 - 1 continues at 2^63: an empty block there (as at
+    any other point) is taken, not refused for leaving the 64-bit timesteps (QA, 2026-11-28)."""
+    query = Query.build("a b", "ab", policy="single", threshold=0.0, window=2)
+    rows = np.array([[1.0, 0.0], [0.0, 1.0]])
+    whole = StreamMatcher(query)
+    want = whole.feed(2 ** 63 - 2, rows) + whole.finish()
+    matcher = StreamMatcher(query)
+    got = matcher.feed(2 ** 63 - 2, rows)
+    got += matcher.feed(2 ** 63, rows[:0]) + matcher.feed_silence(2 ** 63, 0, rows[0]).groups()
+    assert got + matcher.finish() == want and len(want) == 1
+    with pytest.raises(InputError, match="leaves the 64-bit timesteps"):
+        matcher.feed(2 ** 63, rows[:1])

@@ -196,6 +196,8 @@ class StreamMatcher:
         if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)):
             raise InputError(f"a block starts at an integer timestep, got t0={t0!r}")
         t0 = int(t0)
+        if n == 0 and t0 == self.next_t:  # nothing more, even after t = 2^63 - 1
+            return t0
         if not T_MIN <= t0 <= T_MAX - max(n - 1, 0):
             raise InputError(f"a block of {n} rows from t={t0} leaves the 64-bit "
                              f"timesteps [{T_MIN}, {T_MAX}]")
