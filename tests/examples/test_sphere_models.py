@@ -255,6 +255,13 @@ def small_sequence(folder: Path, **files: str) -> Path:
      "2: room 'garage' is not one of rooms.json"),
     ({"video_kitchen_csv": "t," + ",".join(camera_model.FEATURES) + "\n1.5,1,2\n"},
      "video_kitchen.csv: row 2: no bb_2d_br_x (a row cut short?)"),
+    # a camera file of numbers reads at once; one bad cell is still named (QA, 2026-11-28)
+    ({"video_kitchen_csv": "t," + ",".join(camera_model.FEATURES) + "\n1.5"
+      + ",1" * len(camera_model.FEATURES) + "\n2.5" + ",1" * (len(camera_model.FEATURES) - 1)
+      + ",inf\n"}, f"video_kitchen.csv: row 3: {camera_model.FEATURES[-1]} 'inf' is not a number"),
+    ({"video_kitchen_csv": "t," + ",".join(camera_model.FEATURES) + "\nsoon"
+      + ",1" * len(camera_model.FEATURES) + "\n"}, "video_kitchen.csv: row 2: t 'soon' is not "
+     "a number"),
     ({"meta_json": '{"end": "late"}'}, "meta.json: expected an object whose \"end\" is"),
     ({"meta_json": "{"}, "meta.json: cannot read: Expecting property name"),
 ])
