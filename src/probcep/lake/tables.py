@@ -497,10 +497,6 @@ APPROX_HISTORY = Table("state/approx_history", "batch_date", pa.schema([
 
 # --- correlations (docs/semantics.md §8) ----------------------------------------------
 
-#: A correlation row's identity: which correlation, which live group.
-CORRELATION_KEY = ("correlation", "correlation_version", "stream_id", "t_start", "t_first",
-                   "t_end")
-
 CORRELATIONS = Table("gold/correlations", "batch_date", pa.schema([
     ("correlation", pa.string()), ("correlation_version", pa.string()),
     ("live_pattern", pa.string()), ("live_version", pa.string()), ("stream_id", pa.string()),

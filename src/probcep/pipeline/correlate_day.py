@@ -33,7 +33,6 @@ from probcep.lake.tables import (
     ARCHIVE_STATS,
     CORRELATION_ALERT_CHANGES,
     CORRELATION_ALERTS,
-    CORRELATION_KEY,
     CORRELATIONS,
     GROUPS,
     SILVER,
@@ -41,6 +40,7 @@ from probcep.lake.tables import (
 )
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.group_day import refuse_ungrouped
+from probcep.pipeline.publish_alerts import anti_join
 
 #: The stream id of a statistics row for a stream silent all day.
 SILENT = ""
@@ -266,7 +266,8 @@ def publish_correlation_alerts(ctx: RunContext, day: dt.date, c: RegisteredCorre
     version = CORRELATION_ALERTS.version(ctx.lake)
     before = CORRELATION_ALERTS.read(ctx.lake, CORRELATION_ALERTS.day_filter(
         day, {"correlation": [c.name]}), version)
-    added, retracted = _anti_join(alerts, before), _anti_join(before, alerts)
+    added = anti_join(alerts, before, SAME_ALERT_BUT)
+    retracted = anti_join(before, alerts, SAME_ALERT_BUT)
     meta = ctx.commit_meta(batch_date=day.isoformat(), correlation=c.name,
                            added=added.num_rows, retracted=retracted.num_rows)
     if added.num_rows or retracted.num_rows:  # the changes first, as `publish_alerts`
@@ -285,13 +286,9 @@ def alert_rows(rows: pa.Table, c: RegisteredCorrelation) -> pa.Table:
         [c.alert_threshold] * keep.num_rows, pa.float64())).cast(CORRELATION_ALERTS.schema)
 
 
-def _keys(table: pa.Table):
-    return list(zip(*(table[k].to_pylist() for k in (*CORRELATION_KEY, "probability"))))
-
-
-def _anti_join(a: pa.Table, b: pa.Table) -> pa.Table:
-    seen = set(_keys(b))
-    return a.filter(pa.array([k not in seen for k in _keys(a)], pa.bool_()))
+#: What tells a correlation alert apart: every column but the run that wrote it, the
+#: silver version it read and the read strategy it took, which change with no number.
+SAME_ALERT_BUT = ("run_id", "silver_version", "strategy")
 
 
 def _change(rows: pa.Table, change: str, run_id: str) -> pa.Table:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUP_KEY, commit_once
+from probcep.lake.tables import ALERT_CHANGES, ALERTS, commit_once
 from probcep.pipeline.context import RunContext, pattern_versions
 from probcep.pipeline.group_day import day_groups, refuse_ungrouped
 
@@ -37,8 +37,8 @@ def publish_alerts(ctx: RunContext, day: dt.date) -> AlertChanges:
     with ALERTS.lock(ctx.lake, day, pattern=names):
         version = ALERTS.version(ctx.lake)
         before = ALERTS.read(ctx.lake, ALERTS.day_filter(day, {"pattern": names}), version)
-        added = _anti_join(alerts, before)
-        retracted = _anti_join(before, alerts)
+        added = anti_join(alerts, before)
+        retracted = anti_join(before, alerts)
         meta = ctx.commit_meta(batch_date=day.isoformat(),
                                pattern_versions=pattern_versions(patterns),
                                added=added.num_rows, retracted=retracted.num_rows)
@@ -70,16 +70,22 @@ def alerts_of(groups: pa.Table, patterns) -> pa.Table:
         ALERTS.schema.empty_table()
 
 
-def _anti_join(a: pa.Table, b: pa.Table) -> pa.Table:
-    """Rows of `a` whose group key and probability are not in `b` (null t_first included,
+#: What tells an alert apart: every column but the run that wrote it. (Group key and
+#: probability alone missed a rerun that changed only an alert's n_matches: gold/alerts
+#: held the new value, and a reader of the changes kept the old; QA, 2026-11-28.)
+SAME_ALERT_BUT = ("run_id",)
+
+
+def anti_join(a: pa.Table, b: pa.Table, but=SAME_ALERT_BUT) -> pa.Table:
+    """Rows of `a` not in `b`, compared on every column but `but` (null t_first included,
     which an Arrow join would never match)."""
-    seen = set(_keys(b))
-    mask = pa.array([k not in seen for k in _keys(a)], pa.bool_())
+    seen = set(_keys(b, but))
+    mask = pa.array([k not in seen for k in _keys(a, but)], pa.bool_())
     return a.filter(mask)
 
 
-def _keys(table: pa.Table):
-    columns = [table[c].to_pylist() for c in (*GROUP_KEY, "probability")]
+def _keys(table: pa.Table, but):
+    columns = [table[c].to_pylist() for c in table.schema.names if c not in but]
     return list(zip(*columns))
 
 
