@@ -573,3 +573,23 @@ def test_a_lake_under_a_folder_with_spaces_and_accents_runs(spark, settings, tmp
     part = silver_slice(odd, "a", dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
                         dt.datetime(2026, 1, 2, tzinfo=dt.UTC))
     assert part.read().num_rows
+
+
+def test_a_file_that_reaches_an_ingested_days_folder_later_is_said(spark, settings, recwarn):
+    """A file dropped into a day's own folder after its night was in no table, and no later
+    night said so (QA, 2026-11-28): the next ingest names it and the way to take it."""
+    from probcep.errors import ProbcepWarning
+
+    write(settings, long_rows(), "r.csv")
+    ingest_day(run(settings), DAY)
+    write(settings, long_rows(), "late.csv")
+    after = DAY + dt.timedelta(days=1)
+    with pytest.warns(ProbcepWarning, match=(
+            rf"^1 file\(s\) reached {settings.landing_dir / DAY.isoformat()} after {DAY} was "
+            rf"ingested and are in no table \(late.csv\): `probcep rerun --from {DAY} --to "
+            rf"{DAY}` takes them$")):
+        ingest_day(run(settings, "next"), after)
+    ingest_day(run(settings, "fix"), DAY)  # as the rerun does
+    recwarn.clear()
+    ingest_day(run(settings, "again"), after)
+    assert not [w for w in recwarn if "reached" in str(w.message)]

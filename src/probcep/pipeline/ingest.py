@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probcep.config.settings import Settings
-from probcep.errors import ProbcepError
+from probcep.errors import ProbcepError, warn
 from probcep.lake.delta import commit_staged, staged_counts, staged_days, staged_frame
 from probcep.lake.locks import slice_lock
 from probcep.lake.spark import column_sum
@@ -51,6 +51,9 @@ from probcep.pipeline.landing import (
     valid_utf8,
 )
 
+#: How many days before a batch ingest looks back for landing files that arrived after
+#: their day was ingested (`arrived_after`).
+ARRIVED_LOOKBACK_DAYS = 7
 #: A wide row's probabilities sum to 1 within this, or the row is refused (or, with
 #: `wide_sum: renormalize`, divided by its sum).
 WIDE_SUM_TOLERANCE = 1e-6
@@ -636,6 +639,10 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
         raise first
     for day, error in missing.items():
         reports[day] = _silence(ctx, day, error)
+    for day, late in arrived_after(settings, ctx.lake, min(days)).items():
+        shown = ", ".join(p.name for p in late[:3]) + (" ..." if len(late) > 3 else "")
+        warn(f"{len(late)} file(s) reached {late[0].parent} after {day} was ingested and are "
+             f"in no table ({shown}): `probcep rerun --from {day} --to {day}` takes them")
     seen = {day: listing(files.get(day, [])) for day in days}  # before reading them
     # held until the log says the days are ingested: live mode, holding them too, reads a
     # landing file only when the log does not hold it yet, and would else append a file
@@ -647,6 +654,36 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
         for day in days:
             _log(ctx, reports[day], seen[day])
     return [reports[day] for day in days]
+
+
+def arrived_after(settings: Settings, lake, first: dt.date) -> dict[dt.date, list[Path]]:
+    """Per day of the `ARRIVED_LOOKBACK_DAYS` before `first`: the files of its landing
+    folder that reached it after it was ingested (its folder no longer what
+    `bronze/ingest_log` recorded) and that neither bronze nor quarantine holds (live mode,
+    running, takes such a file in). A file dropped into a day's own folder after its night
+    was otherwise never said (QA, 2026-11-28); a file rewritten in place is told apart
+    only when that day is run again (`normalize.not_ingested`)."""
+    import pyarrow.compute as pc
+
+    logged = INGEST_LOG.read(lake, [
+        ("batch_date", "in", [first - dt.timedelta(days=k)
+                              for k in range(1, ARRIVED_LOOKBACK_DAYS + 1)])],
+        columns=["batch_date", "landing"])
+    changed = {}
+    for day, landing in zip(logged["batch_date"].to_pylist(), logged["landing"].to_pylist()):
+        folder = settings.landing_dir / day.isoformat()
+        files = data_files(folder) if folder.is_dir() else []
+        if landing is not None and files and listing(files) != landing:
+            changed[day] = files
+    if not changed:
+        return {}
+    read = set()
+    for table in (BRONZE, QUARANTINE):
+        rows = table.read(lake, [("batch_date", "in", sorted(changed))], columns=["source_file"])
+        read.update(map(os.path.abspath, pc.unique(rows["source_file"]).to_pylist()))
+    late = {day: [p for p in files if os.path.abspath(p) not in read]
+            for day, files in sorted(changed.items())}
+    return {day: files for day, files in late.items() if files}
 
 
 def _log(ctx: RunContext, report: IngestReport, landing: str) -> None:
