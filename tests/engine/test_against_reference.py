@@ -92,7 +92,7 @@ def test_complete_overlap_at_theta_0_matches_reference(case, window, t0):
 tilts = st.lists(st.sampled_from([0.0, -1e-9, -4e-10, 3e-10, 1e-9]), min_size=8, max_size=8)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.filter_too_much])
 @given(cases(), policies, st.sampled_from([0.0, 0.0, 0.05]), windows, tilts)
 def test_rows_summing_to_1_within_the_tolerance_give_the_sum_over_worlds(
