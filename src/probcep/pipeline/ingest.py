@@ -663,8 +663,6 @@ def arrived_after(settings: Settings, lake, first: dt.date) -> dict[dt.date, lis
     running, takes such a file in). A file dropped into a day's own folder after its night
     was otherwise never said (QA, 2026-11-28); a file rewritten in place is told apart
     only when that day is run again (`normalize.not_ingested`)."""
-    import pyarrow.compute as pc
-
     logged = INGEST_LOG.read(lake, [
         ("batch_date", "in", [first - dt.timedelta(days=k)
                               for k in range(1, ARRIVED_LOOKBACK_DAYS + 1)])],
@@ -677,13 +675,22 @@ def arrived_after(settings: Settings, lake, first: dt.date) -> dict[dt.date, lis
             changed[day] = files
     if not changed:
         return {}
-    read = set()
-    for table in (BRONZE, QUARANTINE):
-        rows = table.read(lake, [("batch_date", "in", sorted(changed))], columns=["source_file"])
-        read.update(map(os.path.abspath, pc.unique(rows["source_file"]).to_pylist()))
+    read = ingested_files(lake, sorted(changed))
     late = {day: [p for p in files if os.path.abspath(p) not in read]
             for day, files in sorted(changed.items())}
     return {day: files for day, files in late.items() if files}
+
+
+def ingested_files(lake, days: list[dt.date]) -> set[str]:
+    """The landing files (absolute paths) that bronze or quarantine holds rows of for
+    `days`."""
+    import pyarrow.compute as pc
+
+    read = set()
+    for table in (BRONZE, QUARANTINE):
+        rows = table.read(lake, [("batch_date", "in", days)], columns=["source_file"])
+        read.update(map(os.path.abspath, pc.unique(rows["source_file"]).to_pylist()))
+    return read
 
 
 def _log(ctx: RunContext, report: IngestReport, landing: str) -> None:
