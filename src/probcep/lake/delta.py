@@ -456,6 +456,33 @@ def add_action(file: Path, rel: str, partition_values: dict, schema, day_column:
                      json.dumps(footer_stats(meta, schema, day_column)))
 
 
+def partition_files(rows, table: Table, lake, column: str) -> list:
+    """`rows` written as Parquet files into the table's partition folders by `column`
+    (a day), one file a partition, each keeping the column: a file read on its own is
+    complete, as those the executors write are (delta-rs's own writer leaves it out).
+    Returns their add actions, not committed yet (a vacuum spares files younger than
+    the table's retention)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path, write = table.path(lake), uuid.uuid4().hex
+    strings = [f.name for f in rows.schema if _is_string(pa, f.type)]
+    adds = []
+    for i, value in enumerate(pc.unique(rows[column]).to_pylist()):
+        part = rows.filter(pc.is_null(rows[column]) if value is None
+                           else pc.equal(rows[column], pa.scalar(value, rows[column].type)))
+        serialized = None if value is None else \
+            value.isoformat() if isinstance(value, dt.date) else str(value)
+        folder = f"{column}={'__HIVE_DEFAULT_PARTITION__' if value is None else serialized}"
+        rel = f"{folder}/part-{i:05d}-{write}.parquet"
+        (path / folder).mkdir(parents=True, exist_ok=True)
+        pq.write_table(part, path / rel, row_group_size=ROW_GROUP_ROWS,
+                       compression="snappy", use_dictionary=strings)
+        adds.append(add_action(path / rel, rel, {column: serialized}, rows.schema, column))
+    return adds
+
+
 def footer_stats(meta, schema, day_column: str) -> dict:
     """Delta's per-file statistics from a Parquet footer (pyarrow FileMetaData), over
     the row groups: numRecords, and for the first STATS_COLUMNS data columns minValues,

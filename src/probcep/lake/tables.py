@@ -559,28 +559,43 @@ def commit_once(table: Table, lake, rows: pa.Table | list, metadata: dict, app_i
 
     `rows` may also be the add actions of Parquet files already written into the table
     (a table partitioned by `partition_by`): then an overwrite replaces only the
-    partitions `partition_filters` select, and files not committed stay unreferenced."""
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    partitions `partition_filters` select, and files not committed stay unreferenced.
+    Rows for a partitioned table are written as such files first (`partition_by`, the
+    table's partition column: its day)."""
+    from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+    from deltalake.transaction import create_table_with_add_actions
 
     path = table.path(lake)
     properties = CommitProperties(custom_metadata={k: str(v) for k, v in metadata.items()},
                                   app_transactions=[Transaction(app_id, version)])
+    written: list[list] = []  # a partitioned table's files, written once for all attempts
 
     def attempt() -> bool:
         if committed(table, lake, app_id, version):
             return False
         if not table.exists(lake):
             path.mkdir(parents=True, exist_ok=True)
+        columns = list(partition_by or [])
+        actions, schema = rows, table.schema
         if isinstance(rows, pa.Table):
-            write_deltalake(str(path), rows, mode=mode,
-                            partition_by=None if table.exists(lake) else partition_by,
-                            commit_properties=properties)
-            return True
+            if not columns:
+                write_deltalake(str(path), rows, mode=mode, commit_properties=properties)
+                return True
+            from probcep.lake.delta import partition_files
+
+            if not written:  # the day partition's files, written as ingest's keep the day
+                (column,) = columns
+                written.append(partition_files(rows, table, lake, column))
+            actions, schema = written[0], rows.schema
         if not table.exists(lake):
-            DeltaTable.create(str(path), table.schema, mode="ignore",
-                              partition_by=list(partition_by or []))
+            if actions is not rows:  # the rows' first files make the table, in one commit
+                create_table_with_add_actions(str(path), Schema.from_arrow(schema), actions,
+                                              "append", columns,
+                                              commit_properties=properties)
+                return True
+            DeltaTable.create(str(path), schema, mode="ignore", partition_by=columns)
         DeltaTable(str(path)).create_write_transaction(
-            rows, mode, table.schema, list(partition_by or []), partition_filters,
+            actions, mode, schema, columns, partition_filters,
             commit_properties=properties)
         return True
 
