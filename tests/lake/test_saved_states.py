@@ -50,8 +50,12 @@ def random_states(lake, rng) -> list[SimpleNamespace]:
 class Silver:
     """A silver source holding rows on `days`."""
 
-    def __init__(self, days):
+    def __init__(self, days, unready=None):
         self.days = set(days)
+        self.why = unready or {}
+
+    def unready(self, day):
+        return self.why.get(day, "")
 
     def days_with_rows(self, first, last):
         # a version grouped the day before has no day between to ask about: silver's
@@ -142,6 +146,36 @@ def test_a_version_that_missed_days_of_silver_starts_empty_with_a_warning(tmp_pa
     # days between without silver are silence: resumed as before
     got = pa.Table.from_batches(list(saved_states(lake, [v1], day2, Silver([DAY0]))))
     assert got["stream_id"].to_pylist() == ["s1"]
+
+
+def test_a_version_resumed_over_days_not_ready_says_so(tmp_path):
+    """Days between the last grouped one and this one whose nights never ran (landing
+    files never ingested: a DAG unpaused after days down runs only yesterday) are taken
+    for silence; the states resume, with a warning naming the first such day and the
+    rerun that regroups from it (QA, 2026-11-28: a rerun of a later day said nothing)."""
+    lake = tmp_path / "lake"
+    v1 = SimpleNamespace(name="visit", version="v1")
+    table = pa.table({"pattern": ["visit"] * 2, "pattern_version": ["v1"] * 2,
+                      "stream_id": ["s1", PROCESSED],
+                      "batch_date": pa.array([DAY0] * 2, pa.date32()),
+                      "next_t": pa.array([7, None], pa.int64()),
+                      "state": pa.array([b"x", None], pa.binary()),
+                      "run_id": ["r"] * 2}).cast(STATES.schema)
+    STATES.replace_day(lake, DAY0, table, {"run_id": "r"}, pattern=["visit"])
+    later = DAY0 + dt.timedelta(days=5)
+    why = {DAY0 + dt.timedelta(days=k): f"day {k} never ingested" for k in (2, 3)}
+    with pytest.warns(ProbcepWarning, match=r"visit \(version v1\) was last grouped on "
+                      r"2026-03-01; 2026-03-03 and 1 more days are not ready \(day 2 never "
+                      r"ingested\), so 2026-03-06 takes them for silence: once they are "
+                      r"run, `probcep rerun --from 2026-03-03 --to 2026-03-06` regroups"):
+        got = pa.Table.from_batches(list(saved_states(lake, [v1], later, Silver([DAY0], why))))
+    assert got["stream_id"].to_pylist() == ["s1"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ready days between, or none between: no word
+        for day, unready in ((later, {}), (DAY0 + dt.timedelta(days=1), why)):
+            got = pa.Table.from_batches(list(saved_states(lake, [v1], day,
+                                                          Silver([DAY0], unready))))
+            assert got["stream_id"].to_pylist() == ["s1"]
 
 
 def test_scan_selects_columns_and_rows_as_a_read_does(tmp_path):

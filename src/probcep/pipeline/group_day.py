@@ -140,6 +140,7 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
     does: resumed, it would take those days for silence (a registry change undone after
     a night: the night's readings were not the old version's)."""
     before = [("batch_date", "<", day)]
+    unready: dict[dt.date, list[tuple[dt.date, str]]] = {}  # by last day grouped
     last: dict[tuple[str, str], dt.date] = {}
     for part in STATES.scan(lake, before, pc.field("stream_id") == PROCESSED,
                             ["pattern", "pattern_version", "stream_id", "batch_date"]):
@@ -163,6 +164,18 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
                 f"{day}, as a new version does (`probcep rerun --from {missed[0]} --to "
                 f"{day}` groups them under it)")
         elif when is not None:
+            if when < yesterday and source.silence() is not None and when not in unready:
+                between = (when + dt.timedelta(days=k) for k in range(1, (day - when).days))
+                unready[when] = [(d, why) for d in between if (why := source.unready(d))]
+            skipped = unready.get(when)
+            if skipped:  # days whose nights did not run (a DAG unpaused after days down)
+                (first, why), one = skipped[0], len(skipped) == 1
+                warn(f"{p.name} (version {p.version}) was last grouped on {when}; {first}"
+                     + (" is" if one else f" and {len(skipped) - 1} more days are")
+                     + f" not ready ({why}), so {day} takes "
+                     + ("it" if one else "them") + " for silence: once "
+                     + ("it is" if one else "they are") + f" run, `probcep rerun --from "
+                     f"{first} --to {day}` regroups from " + ("it" if one else "them"))
             yield from STATES.scan(
                 lake, [("batch_date", "=", when)], (pc.field("pattern") == p.name)
                 & (pc.field("pattern_version") == p.version)
