@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -581,15 +582,22 @@ def test_a_file_that_reaches_an_ingested_days_folder_later_is_said(spark, settin
     from probcep.errors import ProbcepWarning
 
     write(settings, long_rows(), "r.csv")
+    folder = settings.landing_dir / DAY.isoformat()
+    (folder / "empty.csv").touch()  # read on time, yet no table holds a row of it
     ingest_day(run(settings), DAY)
     write(settings, long_rows(), "late.csv")
+    elsewhere = settings.landing_dir.parent / "moved.csv"  # renamed in, an old mtime
+    long_rows().to_csv(elsewhere, index=False)
+    os.utime(elsewhere, (946684800, 946684800))
+    os.replace(elsewhere, folder / "moved.csv")
     after = DAY + dt.timedelta(days=1)
     with pytest.warns(ProbcepWarning, match=(
-            rf"^1 file\(s\) reached {settings.landing_dir / DAY.isoformat()} after {DAY} was "
-            rf"ingested and are in no table \(late.csv\): `probcep rerun --from {DAY} --to "
-            rf"{DAY}` takes them$")):
+            rf"^2 file\(s\) reached {folder} after {DAY} was ingested and are in no table "
+            rf"\(late.csv, moved.csv\): `probcep rerun --from {DAY} --to {DAY}` takes them$")):
         ingest_day(run(settings, "next"), after)
     ingest_day(run(settings, "fix"), DAY)  # as the rerun does
     recwarn.clear()
     ingest_day(run(settings, "again"), after)
+    (folder / "moved.csv").unlink()  # the folder changes, its empty file came on time
+    ingest_day(run(settings, "later"), after)
     assert not [w for w in recwarn if "reached" in str(w.message)]

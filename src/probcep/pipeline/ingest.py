@@ -662,23 +662,33 @@ def arrived_after(settings: Settings, lake, first: dt.date) -> dict[dt.date, lis
     `bronze/ingest_log` recorded) and that neither bronze nor quarantine holds (live mode,
     running, takes such a file in). A file dropped into a day's own folder after its night
     was otherwise never said (QA, 2026-11-28); a file rewritten in place is told apart
-    only when that day is run again (`normalize.not_ingested`)."""
+    only when that day is run again (`normalize.not_ingested`). A file that holds no
+    rows (empty, or a header only) is in no table either: it is named only if its inode
+    changed after the ingest (`st_ctime`, which a rename into the folder sets too)."""
     logged = INGEST_LOG.read(lake, [
         ("batch_date", "in", [first - dt.timedelta(days=k)
                               for k in range(1, ARRIVED_LOOKBACK_DAYS + 1)])],
-        columns=["batch_date", "landing"])
-    changed = {}
-    for day, landing in zip(logged["batch_date"].to_pylist(), logged["landing"].to_pylist()):
+        columns=["batch_date", "landing", "ingest_time"])
+    changed, when = {}, {}
+    for day, landing, at in zip(*(logged[c].to_pylist()
+                                  for c in ("batch_date", "landing", "ingest_time"))):
         folder = settings.landing_dir / day.isoformat()
         files = data_files(folder) if folder.is_dir() else []
         if landing is not None and files and listing(files) != landing:
-            changed[day] = files
+            changed[day], when[day] = files, at.timestamp()
     if not changed:
         return {}
     read = ingested_files(lake, sorted(changed))
-    late = {day: [p for p in files if os.path.abspath(p) not in read]
-            for day, files in sorted(changed.items())}
+    late = {day: [p for p in files if os.path.abspath(p) not in read
+                  and _changed_at(p) > when[day]] for day, files in sorted(changed.items())}
     return {day: files for day, files in late.items() if files}
+
+
+def _changed_at(path: Path) -> float:
+    try:
+        return path.lstat().st_ctime
+    except FileNotFoundError:  # gone since it was listed: nothing to take
+        return float("-inf")
 
 
 def ingested_files(lake, days: list[dt.date]) -> set[str]:
