@@ -112,7 +112,8 @@ def archive_probabilities(transducer: Transducer, t: np.ndarray, probs: np.ndarr
     (every timestep of the ranges that has a row) and `silence` for the rest: the
     accepting probability of single-overlap pseudo-groups. Each range starts from the
     transducer's empty vector, so its value depends on its own rows alone, never on how
-    much around it was read; a silent stretch costs a few steps, not its length."""
+    much around it was read; a silent stretch costs the steps the transducer's vector
+    takes to settle, not its length (`Transducer.accept_sparse`)."""
     if not ranges:
         return np.zeros(0)
     bounds = np.asarray(ranges, dtype=np.int64)

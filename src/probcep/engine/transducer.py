@@ -215,8 +215,8 @@ def _forward_sparse(table, t, rows, silence, los, his, a_idx, out, pos, ids, val
                     pos[0], pos[1], pos[2] = g, cur, i
                     return nvec, accepted
             row, r = (rows, i) if stored else (quiet, 0)
-            if accepted != 0.0:
-                accepted *= _row_sum(row, r)
+            if accepted != 0.0:  # the silence's sum, summed once (QA: 1.45x slower)
+                accepted *= _row_sum(rows, i) if stored else quiet_sum
             before = accepted
             m, accepted = _sparse_step(table, row, r, MODE_T, ids, vals, nvec, out_ids,
                                        out_vals, mark, False, out_vals, accepted)
@@ -516,7 +516,8 @@ class Transducer:
         it is accepted (mode T, a single-overlap pseudo-group), where the stored rows
         `rows` at sorted times `t` hold their timesteps and `silence` every other. Equal
         bit for bit to `accept_probabilities` over the filled-in rows; a silent stretch
-        costs the few steps the vector takes to settle, not its length."""
+        costs the steps the vector takes to settle, not its length (under `uniform`
+        silence a vector may never settle: then every step of it)."""
         t = np.ascontiguousarray(t, dtype=np.int64)
         rows = np.ascontiguousarray(rows, dtype=np.float64).reshape(len(t), len(self.dfa.domain))
         silence = np.ascontiguousarray(silence, dtype=np.float64)
