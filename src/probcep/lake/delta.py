@@ -37,7 +37,7 @@ import re
 import shutil
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -387,8 +387,10 @@ def commit_staged(folder: Path, schema, table: Table, lake, day: dt.date, metada
             for src, rel in zip(parts, names):
                 os.replace(src, path / rel)
                 # dated now, not when staged: a vacuum spares files younger than the
-                # table's retention that no version names yet (this one, until committed)
-                os.utime(path / rel)
+                # table's retention that no version names yet (this one, until committed);
+                # a file an executor wrote as another user moves, but keeps its time
+                with suppress(PermissionError):
+                    os.utime(path / rel)
             adds = [add_action(path / rel, rel, {table.day_column: day.isoformat()}, schema,
                                table.day_column) for rel in names]
             properties = commit_properties({**metadata, "write_id": write, "fingerprint": fp})
