@@ -122,6 +122,18 @@ def test_saved_states_a_batch_at_a_time_equal_a_whole_read(tmp_path, seed):
         assert said == skipped, (seed, day)
 
 
+def save_day(lake, p, day) -> None:
+    """The night of `day` for pattern version `p`: one stream's state and the day's
+    "day processed" row."""
+    table = pa.table({"pattern": [p.name] * 2, "pattern_version": [p.version] * 2,
+                      "stream_id": ["s1", PROCESSED],
+                      "batch_date": pa.array([day] * 2, pa.date32()),
+                      "next_t": pa.array([7, None], pa.int64()),
+                      "state": pa.array([b"x", None], pa.binary()),
+                      "run_id": ["r"] * 2}).cast(STATES.schema)
+    STATES.replace_day(lake, day, table, {"run_id": "r"}, pattern=[p.name])
+
+
 def test_a_version_that_missed_days_of_silver_starts_empty_with_a_warning(tmp_path):
     """v1 on day 0, v2 on day 1 (a registry change, undone for day 2): v1 resumed from
     day 0 would take day 1's readings for silence (QA: a group across midnight lost)."""
@@ -129,14 +141,7 @@ def test_a_version_that_missed_days_of_silver_starts_empty_with_a_warning(tmp_pa
     v1, v2 = SimpleNamespace(name="visit", version="v1"), SimpleNamespace(name="visit",
                                                                           version="v2")
     for k, p in enumerate((v1, v2)):
-        day = DAY0 + dt.timedelta(days=k)
-        table = pa.table({"pattern": [p.name] * 2, "pattern_version": [p.version] * 2,
-                          "stream_id": ["s1", PROCESSED],
-                          "batch_date": pa.array([day] * 2, pa.date32()),
-                          "next_t": pa.array([7, None], pa.int64()),
-                          "state": pa.array([b"x", None], pa.binary()),
-                          "run_id": ["r"] * 2}).cast(STATES.schema)
-        STATES.replace_day(lake, day, table, {"run_id": "r"}, pattern=["visit"])
+        save_day(lake, p, DAY0 + dt.timedelta(days=k))
     day2 = DAY0 + dt.timedelta(days=2)
     with pytest.warns(ProbcepWarning, match=r"visit \(version v1\) was last grouped on "
                       r"2026-03-01; 2026-03-02 holds readings it never grouped, so it starts "
@@ -155,13 +160,7 @@ def test_a_version_resumed_over_days_not_ready_says_so(tmp_path):
     rerun that regroups from it (QA, 2026-11-28: a rerun of a later day said nothing)."""
     lake = tmp_path / "lake"
     v1 = SimpleNamespace(name="visit", version="v1")
-    table = pa.table({"pattern": ["visit"] * 2, "pattern_version": ["v1"] * 2,
-                      "stream_id": ["s1", PROCESSED],
-                      "batch_date": pa.array([DAY0] * 2, pa.date32()),
-                      "next_t": pa.array([7, None], pa.int64()),
-                      "state": pa.array([b"x", None], pa.binary()),
-                      "run_id": ["r"] * 2}).cast(STATES.schema)
-    STATES.replace_day(lake, DAY0, table, {"run_id": "r"}, pattern=["visit"])
+    save_day(lake, v1, DAY0)
     later = DAY0 + dt.timedelta(days=5)
     why = {DAY0 + dt.timedelta(days=k): f"day {k} never ingested" for k in (2, 3)}
     with pytest.warns(ProbcepWarning, match=r"visit \(version v1\) was last grouped on "
