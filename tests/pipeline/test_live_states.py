@@ -9,8 +9,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.compute as pc
+import pytest
+from deltalake import write_deltalake
 
 from probcep.engine import Query, StreamMatcher
+from probcep.errors import ProbcepError
 from probcep.lake.tables import LIVE_STATE, commit_once
 from probcep.pipeline.live_states import BUCKETS, MARK, LiveStates, bucket
 
@@ -149,3 +152,14 @@ def test_a_vacuum_by_another_process_keeps_the_cache_and_new_rows_forget_it(tmp_
     assert batch(states, 5, {s: 1 for s in ids}, complete=6)
     assert states.cache.misses == misses + len(ids)
     assert saved(tmp_path) == {**{s: 5 for s in ids}, "s0": 6}
+
+
+def test_a_state_table_from_before_the_buckets_is_refused_in_one_line(tmp_path):
+    """A lake upgraded in place (QA, 2026-11-28): an unpartitioned `state/live` stops
+    live mode with what to do, an error the command prints as one line (exit 2)."""
+    write_deltalake(str(LIVE_STATE.path(tmp_path)), LIVE_STATE.schema.empty_table()
+                    .drop_columns(["bucket"]))
+    states = LiveStates(tmp_path, [PATTERN], streams=3, policy="lru")
+    with pytest.raises(ProbcepError, match="written before state/live was partitioned by "
+                       "bucket; stop live mode and start it with a fresh checkpoint"):
+        states.begin(0)

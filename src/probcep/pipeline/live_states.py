@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 
 from probcep.engine import StreamMatcher
 from probcep.engine.state_cache import StateCache
-from probcep.errors import damaged
+from probcep.errors import ProbcepError, damaged
 from probcep.lake.delta import add_action
 from probcep.lake.tables import LIVE_STATE
 from probcep.pipeline.group_day import PROCESSED
@@ -124,7 +124,7 @@ class LiveStates:
             return
         table = LIVE_STATE.opened(self.lake, version)
         if table.metadata().partition_columns != ["bucket"]:
-            raise ValueError(f"{self.path}: written before state/live was partitioned by "
+            raise ProbcepError(f"{self.path}: written before state/live was partitioned by "
                              f"bucket; stop live mode and start it with a fresh checkpoint "
                              f"and without this table (the night's states seed it again)")
         added = pa.table(table.get_add_actions(flatten=True)) \
