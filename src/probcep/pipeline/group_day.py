@@ -169,13 +169,12 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
                 unready[when] = [(d, why) for d in between if (why := source.unready(d))]
             skipped = unready.get(when)
             if skipped:  # days whose nights did not run (a DAG unpaused after days down)
-                (first, why), one = skipped[0], len(skipped) == 1
-                warn(f"{p.name} (version {p.version}) was last grouped on {when}; {first}"
-                     + (" is" if one else f" and {len(skipped) - 1} more days are")
-                     + f" not ready ({why}), so {day} takes "
-                     + ("it" if one else "them") + " for silence: once "
-                     + ("it is" if one else "they are") + f" run, `probcep rerun --from "
-                     f"{first} --to {day}` regroups from " + ("it" if one else "them"))
+                (first, why), more = skipped[0], len(skipped) - 1
+                days, it, it_is = (f"{first} and {more} more days are", "them", "they are") \
+                    if more else (f"{first} is", "it", "it is")
+                warn(f"{p.name} (version {p.version}) was last grouped on {when}; {days} not "
+                     f"ready ({why}), so {day} takes {it} for silence: once {it_is} run, "
+                     f"`probcep rerun --from {first} --to {day}` regroups from {it}")
             yield from STATES.scan(
                 lake, [("batch_date", "=", when)], (pc.field("pattern") == p.name)
                 & (pc.field("pattern_version") == p.version)
