@@ -127,6 +127,11 @@ def _data_file(name: str) -> bool:
     return not name.startswith(("_", ".")) and plain.endswith(LANDING_SUFFIXES) and text
 
 
+#: Mapped Spark steps of one night at once (a pattern's group_day, a correlation's
+#: correlate_day): on a standalone cluster each application holds its cores until it
+#: ends, and one that gets none gives up after a minute (docker/spark-defaults.conf).
+PARALLEL_SPARK_APPS = 2
+
 #: The run's day in templates (`run_day`, a macro of the DAG).
 DAY = "{{ run_day(dag_run) }}"
 
@@ -214,13 +219,14 @@ def probcep_nightly():
     group_day = SparkSubmitOperator.partial(
         task_id="group_day", application=job("group_day"), conn_id="spark_default",
         name="probcep-group_day", depends_on_past=True,
+        max_active_tis_per_dagrun=PARALLEL_SPARK_APPS,
     ).expand(application_args=group_args.expand(name=patterns))
     validate_gold = spark_job("validate_gold")
     publish_alerts = spark_job("publish_alerts")
 
     correlate_day = SparkSubmitOperator.partial(
         task_id="correlate_day", application=job("correlate_day"), conn_id="spark_default",
-        name="probcep-correlate_day",
+        name="probcep-correlate_day", max_active_tis_per_dagrun=PARALLEL_SPARK_APPS,
     ).expand(application_args=correlate_args.expand(name=correlations))
 
     # a bad registry fails the night before ingest, not after three tries of each step

@@ -44,6 +44,9 @@ def describe(dag) -> dict:
                         else getattr(t, "_conn_id", None)),
             "timeout": getattr(t, "timeout", None) if not hasattr(t, "partial_kwargs")
             else t.partial_kwargs.get("timeout"),
+            "max_active_tis_per_dagrun": (
+                t.partial_kwargs.get("max_active_tis_per_dagrun")
+                if hasattr(t, "partial_kwargs") else t.max_active_tis_per_dagrun),
         }
     return {
         "tags": sorted(dag.tags),

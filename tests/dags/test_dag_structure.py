@@ -78,6 +78,15 @@ def test_nightly_runs_the_steps_in_order_with_one_mapped_group_per_pattern(dagba
     assert [Path(tasks[t]["application"]).stem for t in steps] == list(steps)
 
 
+def test_a_night_runs_at_most_a_few_mapped_spark_applications_at_once(dagbag):
+    # a standalone cluster's application holds its cores to its end: one pattern's
+    # group_day per core would leave the next without an executor (docker/)
+    tasks = dagbag["dags"]["probcep_nightly"]["tasks"]
+    for name in ("group_day", "correlate_day"):
+        assert tasks[name]["max_active_tis_per_dagrun"] == 2, name
+    assert tasks["ingest"]["max_active_tis_per_dagrun"] is None
+
+
 def test_only_the_group_tasks_depend_on_the_previous_night(dagbag):
     tasks = dagbag["dags"]["probcep_nightly"]["tasks"]
     assert {t for t, task in tasks.items() if task["depends_on_past"]} == {"group_day"}

@@ -132,7 +132,71 @@ def test_dockerfile_copies_paths_that_exist_and_sets_what_the_dags_need(dockerfi
     assert dict(dockerfile)["FROM"].startswith("python:3.11")
     run = " ".join(args for instruction, args in dockerfile if instruction == "RUN")
     assert "openjdk-17" in run
-    assert re.search(r"io/delta/\$\{artifact\}", run) and "delta-spark_" in run
+    # Delta's jars with their dependencies, for the Spark that PySpark is
+    assert "spark.jars.packages" in run
+    assert "io.delta:delta-spark_${SPARK_MINOR}_${SCALA_BINARY}:${DELTA_VERSION}" in run
+    assert "pyspark.__version__" in run and "spark.jars $(ls /opt/delta-jars/" in run
+    assert "format('delta').save(" in run  # proved at build time
+
+
+def test_pip_installs_the_project_and_pinned_extras_only(dockerfile):
+    # the image resolves what constraints.txt resolves for CI, plus pinned drivers; a
+    # package pinning a dependency against constraints.txt makes the build impossible
+    # (delta-spark 4.4.1: importlib_metadata <= 8.7.1 against 10.2.0)
+    pins = {line.split("==")[0].lower().replace("_", "-") for line in
+            (ROOT / "constraints.txt").read_text().splitlines() if "==" in line}
+    installs = [shlex.split(args) for instruction, args in dockerfile
+                if instruction == "RUN" and "-c constraints.txt" in args]
+    assert len(installs) == 1
+    words = installs[0]
+    requirements = words[words.index("constraints.txt") + 1:]
+    assert requirements[0] == ".[lake,airflow]"
+    for requirement in requirements[1:]:
+        name, _, version = requirement.partition("==")
+        assert version, f"{requirement}: not pinned"
+        assert name.lower() not in pins, f"{name}: pinned twice"
+        assert name.lower() != "delta-spark"
+
+
+def test_the_clusters_cores_hold_live_mode_and_a_nights_parallel_steps(compose):
+    conf = dict(line.split(None, 1) for line in (DOCKER / "spark-defaults.conf").read_text()
+                .splitlines() if line.strip() and not line.startswith("#"))
+    services = compose["services"]
+    worker = services["spark-worker"]
+    cores = int(worker["environment"]["SPARK_WORKER_CORES"])
+    total = cores * worker["deploy"]["replicas"]
+    per_app = int(conf["spark.cores.max"])
+    assert int(conf["spark.executor.cores"]) <= cores
+    live = services["probcep-live"]["environment"]["PYSPARK_SUBMIT_ARGS"].split()
+    assert live[-1] == "pyspark-shell"
+    live_cores = int(dict(c.split("=") for c in live[1:-1:2])["spark.cores.max"])
+    nightly = (ROOT / "dags" / "probcep_nightly.py").read_text()
+    parallel = int(re.search(r"^PARALLEL_SPARK_APPS = (\d+)$", nightly, re.M).group(1))
+    # live mode's cores and the first parallel steps' leave the last a core at least
+    assert live_cores + (parallel - 1) * per_app + 1 <= total
+
+
+def test_live_mode_runs_probcep_itself_so_a_stop_reaches_its_handler(compose):
+    live = compose["services"]["probcep-live"]
+    assert live["command"][:2] == ["probcep", "live"]
+    assert live["command"][live["command"].index("--master") + 1] == "spark://spark-master:7077"
+    minutes = re.fullmatch(r"(\d+)m", live["stop_grace_period"])
+    assert minutes and int(minutes.group(1)) >= 2
+
+
+def test_airflow_services_share_keys_and_task_logs(compose):
+    from cryptography.fernet import Fernet
+
+    services = compose["services"]
+    env = services["airflow-scheduler"]["environment"]
+    Fernet(env["AIRFLOW__CORE__FERNET_KEY"])  # a valid key, or Airflow refuses it
+    for name in AIRFLOW_SERVICES:
+        other = services[name]["environment"]
+        for key in ("AIRFLOW__API__SECRET_KEY", "AIRFLOW__CORE__FERNET_KEY",
+                    "AIRFLOW__API_AUTH__JWT_SECRET"):
+            assert other[key] == env[key], (name, key)
+        if name != "airflow-init":
+            assert "airflow-logs:/opt/airflow/logs" in services[name]["volumes"], name
 
 
 def test_spark_defaults_turn_on_delta(dockerfile):
