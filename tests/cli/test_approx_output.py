@@ -29,11 +29,14 @@ class Found:
 
 
 def reference(sid, found, tags, symbols, bundles) -> str:
+    # docs/approx.md: by the completing event, the first event, the errors, the positions
+    rows = sorted(((tuple(sigma), f) for f in found for sigma in f.subsequences()),
+                  key=lambda r: (r[0][-1], r[0][0], r[1].errors, r[0], r[1].match_point))
     lines = [json.dumps({"type": "match", "stream_id": sid, "positions": list(sigma),
                          "tags": [tags[i] for i in sigma],
                          "symbols": [symbols[i] for i in sigma],
                          "errors": f.errors, "match_point": f.match_point}) + "\n"
-             for f in found for sigma in f.subsequences()]
+             for sigma, f in rows]
     lines += [json.dumps({"type": "bundle", "stream_id": sid, **b.as_dict()}) + "\n"
               for b in bundles]
     return "".join(lines)
@@ -78,3 +81,20 @@ def test_parquet_output_holds_the_json_lines(tmp_path, capsys):
                if k in line}
         assert got == line and all(pd.isna(v) or v is None for k, v in row.items()
                                    if k not in line)
+
+
+def test_lines_of_one_match_point_are_ordered_by_their_own_fields(tmp_path, capsys):
+    # a2 b5 c6 and a2 c6 complete at the same event from the same first event, with the
+    # same errors: by their positions, not in the order the engine met them (a2 c6 first)
+    frame = pd.DataFrame({"stream_id": "s", "tag": [1, 2, 3, 4, 5, 6, 7],
+                          "symbol": ["b", "c", "a", "c", "x", "b", "c"]})
+    path = tmp_path / "e.csv"
+    frame.to_csv(path, index=False)
+    assert main(["approx", "--pattern", "a b? c", "--max-errors", "2", "--window", "7",
+                 str(path)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    keys = [(m["positions"][-1], m["positions"][0], m["errors"], m["positions"])
+            for m in lines]
+    assert keys == sorted(keys) and len(set(map(str, keys))) == len(keys)
+    assert [(m["positions"], m["errors"]) for m in lines if m["match_point"] == 7] == [
+        ([0, 6], 1), ([2, 5, 6], 0), ([2, 6], 0), ([5, 6], 1), ([6], 1)]

@@ -56,15 +56,21 @@ def symbol_codes(symbols: list[str]) -> tuple[np.ndarray, list[str]]:
 
 def stream_matches(stream_id: str, matches, tags: np.ndarray, symbol_codes: np.ndarray,
                    symbol_names: list[str], bundles) -> StreamMatches:
-    """Columns of the critical subsequences of `matches` (engine `MatchClass`es, in the
-    order the lines take), of a stream whose events have `tags` and `symbol_codes`."""
+    """Columns of the critical subsequences of `matches` (engine `MatchClass`es, in
+    match-point order), of a stream whose events have `tags` and `symbol_codes`.
+
+    Within a match point the lines are ordered by their own fields alone (the completing
+    event, the first event, the errors, then the positions): the engine's order among
+    classes of one event follows its error automaton's internals, which no reader of the
+    lines could reproduce."""
+    rows = sorted((sigma[-1], sigma[0], m.errors, sigma, m.match_point)
+                  for m in matches for sigma in m.subsequences())
     flat, lengths, errors, points = [], [], [], []
-    for m in matches:
-        for sigma in m.subsequences():
-            flat.extend(sigma)
-            lengths.append(len(sigma))
-            errors.append(m.errors)
-            points.append(m.match_point)
+    for *_, err, sigma, point in rows:
+        flat.extend(sigma)
+        lengths.append(len(sigma))
+        errors.append(err)
+        points.append(point)
     positions = np.array(flat, np.int64)
     offsets = np.zeros(len(lengths) + 1, np.int32)
     np.cumsum(lengths, out=offsets[1:])
