@@ -20,7 +20,7 @@ demo: setup
 test: lint
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not soak"  # a file per worker, both cores
 
-test-all: lint  # the suite with the soak tests (about 25 min here)
+test-all: lint  # the suite with the soak tests (about 40 min here)
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: setup

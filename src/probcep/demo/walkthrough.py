@@ -21,6 +21,7 @@ def run_demo(ctx):
 
     Returns the room-visit scorecard (None when the run has no `room_visit`)."""
     from probcep.errors import ProbcepError
+    from probcep.lake.expectations import days_name
     from probcep.lake.tables import ALERTS, CATALOG, GROUPS
     from probcep.pipeline.evaluate import evaluate, read_episodes
     from probcep.pipeline.run import run_days
@@ -35,7 +36,8 @@ def run_demo(ctx):
          f"patterns: {', '.join(p.name for p in ctx.patterns)}")
     run_days(ctx, days[0], days[-1])
     groups = GROUPS.read(lake).to_pandas()
-    check_groups(groups, docs_dir=ctx.docs_dir)
+    # named like the pipeline's pages: the days and the run
+    check_groups(groups, docs_dir=ctx.docs_dir, day=days_name(days), run_id=ctx.run_id)
     alerts = ALERTS.read(lake).to_pandas()
     echo("")
     for entry in ctx.exact:
