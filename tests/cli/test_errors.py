@@ -910,6 +910,26 @@ def test_the_input_is_never_the_output(tmp_path, capsys, option):
     assert path.read_text() == "stream_id,t,a,b\ns,1,0.5,0.5\n"
 
 
+@pytest.mark.parametrize("through_link", [False, True])
+def test_two_outputs_naming_one_file_are_refused_before_reading(tmp_path, capsys,
+                                                                  through_link):
+    path, state = tmp_path / "streams.csv", tmp_path / "state.npz"
+    path.write_text("stream_id,t,a,b\ns,1,0.5,0.5\n")
+    state.write_text("an earlier state\n")
+    output = state
+    if through_link:
+        output = tmp_path / "link.npz"
+        output.symlink_to(state)
+    code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
+                       "--save-state", state, "-o", output)
+    assert code == 2 and one_line(err).endswith(
+        f"cannot write {state}: -o writes it too, and one would replace the other; "
+        f"nothing read")
+    assert state.read_text() == "an earlier state\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["streams.csv", "state.npz"] + (["link.npz"] if through_link else []))
+
+
 def test_a_state_file_that_is_no_archive_gets_no_advice_to_unpickle(tmp_path, capsys):
     path, state = tmp_path / "streams.csv", tmp_path / "state.npz"
     path.write_text("stream_id,t,a,b\ns,1,0.5,0.5\n")
@@ -1376,3 +1396,54 @@ def test_a_sigalrm_alone_is_not_taken_for_a_sigterm(tmp_path):
     assert step.returncode == 143, err
     assert err.endswith("probcep vacuum: error: stopped by SIGTERM (its locks and staged files "
                         "are released: the step can run again)\n")
+
+
+def test_ctrl_c_while_pandas_reads_is_a_stop_not_a_bad_file(tmp_path, capsys, monkeypatch):
+    """pandas wraps a KeyboardInterrupt in its C reader as a ParserError: the command
+    said `cannot read as csv` of a sound file, exit 2 (QA, 2026-11-28)."""
+    path, out = tmp_path / "s.csv", tmp_path / "groups.jsonl"
+    path.write_text("stream_id,t,a,b\ns,1,0.5,0.5\n")
+    out.write_text("earlier\n")
+    read = pd.read_csv
+
+    def interrupted(*args, **kwargs):
+        if kwargs.get("nrows") == 1:  # the header
+            return read(*args, **kwargs)
+        try:  # what the C reader does: the interrupt taken, a parse error with no trace
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        raise pd.errors.ParserError("Error tokenizing data. C error: Calling "
+                                    "read(nbytes) on source failed.")
+
+    monkeypatch.setattr(pd, "read_csv", interrupted)
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a shell
+    try:
+        code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
+                           "-o", out)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert (code, err) == (130, "probcep group: error: stopped by SIGINT (no output file "
+                                "is left half-written: it can run again)\n")
+    assert out.read_text() == "earlier\n"
+
+
+def test_ctrl_c_while_grouping_is_one_line_and_leaves_the_output_as_it_was(
+        tmp_path, capsys, monkeypatch):
+    from probcep.engine.grouping import StreamMatcher
+
+    path, out = tmp_path / "s.csv", tmp_path / "groups.jsonl"
+    STREAMS.to_csv(path, index=False)
+    out.write_text("earlier\n")
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(StreamMatcher, "feed_columns", interrupted)
+    code, _, err = cli(capsys, "group", path, "--pattern", "a b+", "--policy", "complete",
+                       "-o", out)
+    assert (code, err) == (130, "probcep group: error: stopped by SIGINT (no output file "
+                                "is left half-written: it can run again)\n")
+    assert out.read_text() == "earlier\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.jsonl", "s.csv"]

@@ -68,6 +68,28 @@ def test_a_range_without_the_stream_is_refused(tmp_path, capsys):
                                        "stream 's' (t=5..6)\n")
 
 
+def test_a_from_past_the_stream_or_an_empty_file_is_said_as_it_is(tmp_path, capsys):
+    """A --from past the stream's end was refused as `--to 6 is before --from 10`, with
+    no --to given; a header-only file listed `(streams:  ...)` (QA, 2026-11-28)."""
+    path, png = tmp_path / "s.csv", str(tmp_path / "s.png")
+    pd.DataFrame({"stream_id": "s", "t": [5, 6], "a": [1.0, 0.0], "b": [0.0, 1.0]}).to_csv(
+        path, index=False)
+    assert main(["plot", str(path), "--stream", "s", "--pattern", "a b", "--from", "10",
+                 "-o", png]) == 2
+    assert capsys.readouterr().err == ("probcep plot: error: t=10..6 holds no timestep of "
+                                       "stream 's' (t=5..6)\n")
+    assert main(["plot", str(path), "--stream", "s", "--pattern", "a b", "--from", "6",
+                 "--to", "5", "-o", png]) == 2
+    assert capsys.readouterr().err == "probcep plot: error: --to 5 is before --from 6\n"
+    assert main(["plot", str(path), "--stream", "x", "--pattern", "a b", "-o", png]) == 2
+    assert capsys.readouterr().err == (f"probcep plot: error: {path}: no stream 'x' "
+                                       f"(streams: 's')\n")
+    path.write_text("stream_id,t,a,b\n")
+    assert main(["plot", str(path), "--stream", "s", "--pattern", "a b", "-o", png]) == 2
+    assert capsys.readouterr().err == (f"probcep plot: error: {path}: no stream 's' (the "
+                                       f"file holds no stream)\n")
+
+
 def test_the_legend_names_only_what_is_drawn(tmp_path):
     """A file's groups have no alert (only the lake's do) and single overlap no t_first."""
     import matplotlib.pyplot as plt

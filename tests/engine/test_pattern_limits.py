@@ -216,3 +216,17 @@ def test_the_worst_case_stays_far_below_the_memory_bound():
     finally:
         tracemalloc.stop()
     assert peak < MIB * 2**20, f"{peak / 2**20:.0f} MiB"
+
+
+@given(st.integers(0, 3000), st.integers(0, 3000))
+@settings(max_examples=50, deadline=None)
+def test_an_error_in_a_long_pattern_shows_its_position_not_the_whole_text(before, after):
+    """A pattern under the length limit was echoed whole: 20 kB on one line (QA)."""
+    pattern = "D " * before + ")" + " R" * after
+    with pytest.raises(PatternError) as caught:
+        compile_pattern(pattern, ["D", "R"])
+    message, shown, pointer = str(caught.value).split("\n")
+    assert message.endswith(f"at position {2 * before}")
+    assert len(shown) <= 2 + 2 * 60 + 4 and shown[len(pointer) - 1] == ")"
+    assert pointer.strip() == "^" and caught.value.pattern == pattern
+    assert shown.startswith("  … ") == (2 * before > 60)

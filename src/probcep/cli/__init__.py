@@ -7,7 +7,8 @@ line and the exit code is 2. A full disk is one too, wherever a step hit it
 The `jobs/` entry points that spark-submit runs call `entry`, as the command does, so they
 behave the same.
 SIGTERM (Airflow's timeouts, a task marked failed) unwinds the command like an error, so
-that it releases its slice locks and staging folders: exit 143, one line.
+that it releases its slice locks and staging folders: exit 143, one line; Ctrl-C
+(SIGINT, Python's KeyboardInterrupt) the same way, exit 130.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import warnings
 from contextlib import contextmanager
 from typing import NoReturn
 
-from probcep.cli.destinations import check_output, stdout_closed
+from probcep.cli.destinations import check_distinct, check_output, stdout_closed
 from probcep.errors import ProbcepError, ProbcepWarning, damaged, from_executors, refused, writing
 from probcep.lake.spark import executors_lost
 
@@ -66,25 +67,33 @@ def main(argv: list[str] | None = None) -> int:
             with warnings.catch_warnings():  # restores the hook below when the command ends
                 warnings.showwarning = _one_line(args.command, warnings.showwarning)
                 return _run(args)
-        except Terminated:
-            return _stopped(command, holds)
         except BaseException as exc:
-            if not _after_sigterm(exc):
+            stop = _stop_signal(exc)
+            if stop is None:
                 raise
-            return _stopped(command, holds)
+            return _stopped(command, holds, stop)
 
 
-def _after_sigterm(exc: BaseException) -> bool:
-    """Whether `exc` was raised while `Terminated` unwound the command: a clean-up's
-    error then stands for the signal (QA: `unpersist` in a `finally` read the answer of
-    the py4j call the signal cut, and its KeyError became the exit code 1)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
+def _stop_signal(exc: BaseException) -> signal.Signals | None:
+    """SIGTERM or SIGINT when `exc` is, or was raised while unwinding, `Terminated` or
+    a `KeyboardInterrupt`: a clean-up's error then stands for the signal (QA: `unpersist`
+    in a `finally` read the answer of the py4j call the signal cut, and its KeyError
+    became the exit code 1; pandas wraps a Ctrl-C in its reader as a parse error, which
+    blamed a sound file)."""
+    if _INTERRUPTED:  # a reader that took the KeyboardInterrupt for its own error
+        return signal.SIGINT
+    seen, chain = set(), [exc]
+    while chain:
+        exc = chain.pop()
+        if exc is None or id(exc) in seen:
+            continue
         if isinstance(exc, Terminated):
-            return True
+            return signal.SIGTERM
+        if isinstance(exc, KeyboardInterrupt):
+            return signal.SIGINT
         seen.add(id(exc))
-        exc = exc.__context__
-    return False
+        chain += [exc.__context__, exc.__cause__]
+    return None
 
 
 def entry(argv: list[str] | None = None) -> NoReturn:
@@ -107,20 +116,26 @@ def _one_line(command: str, show):
     return shown
 
 
+#: The options a command writes a file to, as a refusal names them.
+OUTPUT_FLAGS = {"output": "-o", "plot": "--plot", "save_state": "--save-state"}
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         read = {name: getattr(args, name, None) for name in
                 ("input", "train", "resume_from", "episodes")}
+        written = {}
         for option in ("output", "plot", "save_state"):
             target = getattr(args, option, None)
             if target is not None:  # a state is saved over the one it resumed from
                 check_output(target, [p for name, p in read.items() if p is not None and (
                     option, name) != ("save_state", "resume_from")])
+                check_distinct(target, OUTPUT_FLAGS[option], written)
         with executors_lost(), refused(), writing(getattr(args, "output", None)), \
                 from_executors(), damaged():
             return int(args.handler(args) or 0)
     except ProbcepError as exc:
-        if _after_sigterm(exc):
+        if _stop_signal(exc) is not None:
             raise
         print(f"probcep {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -130,14 +145,14 @@ def _run(args: argparse.Namespace) -> int:
         return 0  # whoever read the output stopped (`| head`): nothing more to say
 
 
-def _stopped(command: str, holds: bool) -> int:
-    """The line of a command SIGTERM unwound; `holds`: a lake step, with locks and
-    staged files (the others leave no half-written output file)."""
+def _stopped(command: str, holds: bool, stop: signal.Signals) -> int:
+    """The line of a command a SIGTERM or a Ctrl-C (SIGINT) unwound; `holds`: a lake
+    step, with locks and staged files (the others leave no half-written output file)."""
     signal.setitimer(signal.ITIMER_REAL, 0)  # unwound: no more `Terminated`
-    print(f"{command}: error: stopped by SIGTERM ("
+    print(f"{command}: error: stopped by {stop.name} ("
           + ("its locks and staged files are released: the step" if holds else
              "no output file is left half-written: it") + " can run again)", file=sys.stderr)
-    return 128 + signal.SIGTERM
+    return 128 + stop
 
 
 #: How soon a SIGTERM that came during an import is taken again, and for how long after
@@ -156,6 +171,10 @@ def _importing(frame) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+#: The Ctrl-Cs the running command took (see `_sigterm_unwinds`).
+_INTERRUPTED: list[int] = []
 
 
 class Terminated(BaseException):
@@ -202,8 +221,18 @@ def _sigterm_unwinds():
             return
         unraisable(what)
 
+    def interrupt(signum, frame):
+        _INTERRUPTED.append(signum)
+        raise KeyboardInterrupt
+
     before = signal.signal(signal.SIGTERM, stop)
     alarm = signal.signal(signal.SIGALRM, stop)
+    # Python's own Ctrl-C, remembered: pandas' C reader turns it into a parse error of
+    # the file, with no trace of it in the exception (QA, 2026-11-28)
+    ctrl_c = signal.getsignal(signal.SIGINT)
+    if ctrl_c is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
+    _INTERRUPTED.clear()
     sys.unraisablehook = swallowed
     try:
         yield
@@ -212,3 +241,5 @@ def _sigterm_unwinds():
         sys.unraisablehook = unraisable
         signal.signal(signal.SIGALRM, alarm)
         signal.signal(signal.SIGTERM, before)
+        if ctrl_c is signal.default_int_handler:
+            signal.signal(signal.SIGINT, ctrl_c)

@@ -5,6 +5,7 @@ every command."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
 import sys
@@ -13,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from probcep.errors import ProbcepError
+
+_WRITES = itertools.count()
 
 
 def output_path(text: str) -> Path | None:
@@ -47,6 +50,20 @@ def check_output(path: Path, inputs=()) -> None:
         raise ProbcepError(f"cannot write {path}: folder {folder} is not writable")
 
 
+def check_distinct(path: Path, flag: str, written: dict[str, Path]) -> None:
+    """Refuse a file that another output option of the command (in `written`, by flag)
+    names too: one would replace the other (QA: `--save-state X -o X` left the groups
+    where the state belonged); `flag` and `path` are then added to `written`."""
+    path = Path(path)
+    for other, earlier in written.items():
+        same = (path.samefile(earlier) if path.exists() and earlier.exists()
+                else path.resolve() == earlier.resolve())
+        if same:
+            raise ProbcepError(f"cannot write {path}: {other} writes it too, and one "
+                               f"would replace the other; nothing read")
+    written[flag] = path
+
+
 def outside_lake(path: Path | None, lake: Path) -> None:
     """Refuse an output inside the lake a command reads: a file of a table (its log's
     latest commit, say) would be replaced by the output, and the table lost with it."""
@@ -72,7 +89,8 @@ def replacing(output: Path) -> Iterator[Path]:
     if output.exists() and not output.is_file():
         yield output
         return
-    target = output.with_name(f".{output.name}.{os.getpid()}.partial")
+    # one name per write, also within a process (two writes of one file must not share it)
+    target = output.with_name(f".{output.name}.{os.getpid()}.{next(_WRITES)}.partial")
     try:
         yield target
         _move_into_place(target, output)
@@ -92,7 +110,7 @@ def _move_into_place(done: Path, output: Path) -> None:
     An exception anywhere here (a SIGTERM is raised between any two bytecodes, even
     right after the first rename) puts the earlier `output` back: whether it was moved
     aside is read from the file system, not from a variable the exception can beat."""
-    aside = done.with_suffix(".old")  # .NAME.PID.old: only this process makes it
+    aside = done.with_suffix(".old")  # .NAME.PID.N.old: only this write makes it
     aside.unlink(missing_ok=True)
     try:
         try:

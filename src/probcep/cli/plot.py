@@ -176,8 +176,10 @@ def from_file(args: argparse.Namespace) -> int:
     domain, blocks = read_blocks(args.input)
     block = next((b for b in blocks if b.stream_id == args.stream), None)
     if block is None:
-        known = ", ".join(b.stream_id for b in blocks[:10])
-        raise ProbcepError(f"{args.input}: no stream {args.stream!r} (streams: {known} ...)")
+        known = ", ".join(repr(b.stream_id) for b in blocks[:10])
+        more = " …" if len(blocks) > 10 else ""
+        raise ProbcepError(f"{args.input}: no stream {args.stream!r} " + (
+            f"(streams: {known}{more})" if blocks else "(the file holds no stream)"))
     policy, threshold = args.policy or "complete", args.threshold or 0.0
     query = Query.build(args.pattern, domain, policy=policy, threshold=threshold,
                         window=args.window)
@@ -186,8 +188,11 @@ def from_file(args: argparse.Namespace) -> int:
     times = block.t0 + np.arange(len(block.probs))
     lo = args.t_from if args.t_from is not None else int(times[0])
     hi = args.t_to if args.t_to is not None else int(times[-1])
-    if hi < lo:
-        raise ProbcepError(f"--to {hi} is before --from {lo}")
+    if hi < lo:  # one of them may be the stream's own end
+        raise ProbcepError(
+            f"--to {hi} is before --from {lo}" if args.t_from is not None and
+            args.t_to is not None else f"t={lo}..{hi} holds no timestep of stream "
+            f"{args.stream!r} (t={times[0]}..{times[-1]})")
     keep = (times >= lo) & (times <= hi)
     if not keep.any():  # an empty figure would look like a stream without groups
         raise ProbcepError(f"t={lo}..{hi} holds no timestep of stream {args.stream!r} "

@@ -29,16 +29,24 @@ MAX_NESTING = 50
 MAX_POSITIONS = 10_000
 
 
+#: Characters of a pattern an error shows on either side of its position.
+ECHO_AROUND = 60
+
+
 class PatternError(ProbcepError, ValueError):
     """A pattern that cannot be used, with the 0-based position of the problem."""
 
     def __init__(self, message: str, pattern: str, position: int):
         self.pattern = pattern
         self.position = position
-        pointer = " " * position + "^"
         shown = re.sub(r"\s", " ", pattern)  # one column a character: tabs and line
         # breaks moved the caret off the position (or below the pattern's last line)
-        super().__init__(f"{message} at position {position}\n  {shown}\n  {pointer}")
+        # a long pattern is shown around the position (QA: 20 kB echoed on one line)
+        lo, hi = max(0, position - ECHO_AROUND), position + ECHO_AROUND
+        head, tail = ("… " if lo else ""), (" …" if hi < len(shown) else "")
+        pointer = " " * (len(head) + position - lo) + "^"
+        super().__init__(f"{message} at position {position}\n  {head}{shown[lo:hi]}{tail}"
+                         f"\n  {pointer}")
 
 
 # --- syntax tree -------------------------------------------------------------------
