@@ -930,6 +930,14 @@ def test_two_outputs_naming_one_file_are_refused_before_reading(tmp_path, capsys
         ["streams.csv", "state.npz"] + (["link.npz"] if through_link else []))
 
 
+def test_a_device_may_take_both_outputs(tmp_path, capsys):
+    path = tmp_path / "streams.csv"
+    path.write_text("stream_id,t,a,b\ns,1,0.5,0.5\n")
+    code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
+                       "--save-state", "/dev/null", "-o", "/dev/null")
+    assert (code, err) == (0, "")
+
+
 def test_a_state_file_that_is_no_archive_gets_no_advice_to_unpickle(tmp_path, capsys):
     path, state = tmp_path / "streams.csv", tmp_path / "state.npz"
     path.write_text("stream_id,t,a,b\ns,1,0.5,0.5\n")
@@ -1412,7 +1420,7 @@ def test_ctrl_c_while_pandas_reads_is_a_stop_not_a_bad_file(tmp_path, capsys, mo
         try:  # what the C reader does: the interrupt taken, a parse error with no trace
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(5)
-        except KeyboardInterrupt:
+        except BaseException:  # noqa: BLE001 (as pandas' C reader does)
             pass
         raise pd.errors.ParserError("Error tokenizing data. C error: Calling "
                                     "read(nbytes) on source failed.")

@@ -148,3 +148,29 @@ def test_a_standalone_application_without_executors_has_its_jobs_cancelled(
     with pytest.raises(RuntimeError):  # the next command does not inherit the loss
         with spark.executors_lost():
             raise RuntimeError("another error")
+
+
+def test_the_commands_ctrl_c_handler_outlives_the_spark_context_start(spark, monkeypatch):
+    """PySpark's SparkContext takes SIGINT for its own handler, which calls into the JVM
+    from inside a py4j call and raises a KeyboardInterrupt py4j logs: some 50 lines of
+    traces before a Ctrl-C'd step's one line (QA, 2026-11-28)."""
+    import signal
+
+    from pyspark.sql import SparkSession
+
+    start = SparkSession.Builder.getOrCreate
+
+    def pyspark_like(self):
+        signal.signal(signal.SIGINT, lambda *a: None)  # as SparkContext._do_init does
+        return start(self)
+
+    def ours(signum, frame):
+        raise AssertionError("not called")
+
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", pyspark_like)
+    before = signal.signal(signal.SIGINT, ours)
+    try:
+        assert spark_session("local[2]", "probcep-tests", shuffle_partitions=4) is spark
+        assert signal.getsignal(signal.SIGINT) is ours
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -75,13 +75,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _stop_signal(exc: BaseException) -> signal.Signals | None:
-    """SIGTERM or SIGINT when `exc` is, or was raised while unwinding, `Terminated` or
-    a `KeyboardInterrupt`: a clean-up's error then stands for the signal (QA: `unpersist`
-    in a `finally` read the answer of the py4j call the signal cut, and its KeyError
-    became the exit code 1; pandas wraps a Ctrl-C in its reader as a parse error, which
-    blamed a sound file)."""
-    if _INTERRUPTED:  # a reader that took the KeyboardInterrupt for its own error
-        return signal.SIGINT
+    """The signal that stopped the command, when one did (SIGTERM or SIGINT, taken as
+    `Terminated`) or `exc` is, or was raised while unwinding, a `KeyboardInterrupt` (a
+    library's, live mode's second signal): an error on the way out then stands for the
+    signal (QA: `unpersist` in a `finally` read the answer of the py4j call the signal
+    cut, and its KeyError became the exit code 1; pandas' C reader took a Ctrl-C for a
+    parse error of a sound file, leaving no trace of it in the exception)."""
+    if _STOPPED_BY:
+        return signal.Signals(_STOPPED_BY[0])
     seen, chain = set(), [exc]
     while chain:
         exc = chain.pop()
@@ -103,6 +104,7 @@ def entry(argv: list[str] | None = None) -> NoReturn:
     Airflow task takes for a failure)."""
     code = main(argv)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(code)
 
 
@@ -173,15 +175,17 @@ def _importing(frame) -> bool:
     return False
 
 
-#: The Ctrl-Cs the running command took (see `_sigterm_unwinds`).
-_INTERRUPTED: list[int] = []
+#: The stop signals (SIGTERM, SIGINT) the running command took (see `_sigterm_unwinds`).
+_STOPPED_BY: list[int] = []
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised where the main thread is, so that every `finally` runs: by default
-    the signal ends the process at once, leaving a step's slice locks to a lock holder
-    that is gone (judged so only on its own host: a retry on another Airflow worker
-    waited 600 s and failed). A BaseException, so that no `except Exception` keeps it."""
+    """SIGTERM or Ctrl-C (SIGINT), raised where the main thread is, so that every
+    `finally` runs: by default SIGTERM ends the process at once, leaving a step's slice
+    locks to a lock holder that is gone (judged so only on its own host: a retry on
+    another Airflow worker waited 600 s and failed). A BaseException, so that no `except
+    Exception` keeps it; not a KeyboardInterrupt, which py4j catches and logs as an
+    error (some 50 lines for a Ctrl-C in a Spark step, QA 2026-11-28)."""
 
 
 @contextmanager
@@ -190,12 +194,18 @@ def _sigterm_unwinds():
         yield  # only the main thread can take signals
         return
 
-    first = []  # when the first SIGTERM came
+    first = []  # when the first stop signal came
+    # Ctrl-C as SIGTERM, unless it is ignored (a background job, nohup) or someone else's
+    ctrl_c = signal.getsignal(signal.SIGINT)
+    stop_signals = [signal.SIGTERM] + (
+        [signal.SIGINT] if ctrl_c is signal.default_int_handler else [])
 
     def stop(signum, frame):
         if signum == signal.SIGALRM and not first:  # not our alarm: no SIGTERM came
             return
         first[:] = first or [time.monotonic()]
+        if signum != signal.SIGALRM and not _STOPPED_BY:
+            _STOPPED_BY.append(signum)
         if _importing(frame) and time.monotonic() - first[0] < IMPORT_PATIENCE_SECONDS:
             # raised inside the import machinery it can leave a module's import lock
             # taken, or become an ImportError (numpy's C extension): taken again soon, by
@@ -203,11 +213,12 @@ def _sigterm_unwinds():
             # main thread blocked in an import for longer is interrupted there all the same
             signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_SECONDS)
             return
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the
-        # clean-up short (SIGKILL still can); but a library that swallows the exception
-        # (a bare `except:`, a `__del__` it came in) leaves the command going on with
-        # SIGTERM ignored (QA: a step hung, holding its locks): it comes again, until
-        # the command has ended
+        # a second signal must not cut the clean-up short (SIGKILL still can); but a
+        # library that swallows the exception (a bare `except:`, a `__del__` it came in)
+        # leaves the command going on with the signals ignored (QA: a step hung, holding
+        # its locks): it comes again, until the command has ended
+        for taken in stop_signals:
+            signal.signal(taken, signal.SIG_IGN)
         signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
         raise Terminated
 
@@ -221,18 +232,11 @@ def _sigterm_unwinds():
             return
         unraisable(what)
 
-    def interrupt(signum, frame):
-        _INTERRUPTED.append(signum)
-        raise KeyboardInterrupt
-
+    _STOPPED_BY.clear()
     before = signal.signal(signal.SIGTERM, stop)
     alarm = signal.signal(signal.SIGALRM, stop)
-    # Python's own Ctrl-C, remembered: pandas' C reader turns it into a parse error of
-    # the file, with no trace of it in the exception (QA, 2026-11-28)
-    ctrl_c = signal.getsignal(signal.SIGINT)
-    if ctrl_c is signal.default_int_handler:
-        signal.signal(signal.SIGINT, interrupt)
-    _INTERRUPTED.clear()
+    if signal.SIGINT in stop_signals:
+        signal.signal(signal.SIGINT, stop)
     sys.unraisablehook = swallowed
     try:
         yield
@@ -241,5 +245,5 @@ def _sigterm_unwinds():
         sys.unraisablehook = unraisable
         signal.signal(signal.SIGALRM, alarm)
         signal.signal(signal.SIGTERM, before)
-        if ctrl_c is signal.default_int_handler:
+        if signal.SIGINT in stop_signals:
             signal.signal(signal.SIGINT, ctrl_c)

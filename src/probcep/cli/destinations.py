@@ -55,6 +55,8 @@ def check_distinct(path: Path, flag: str, written: dict[str, Path]) -> None:
     names too: one would replace the other (QA: `--save-state X -o X` left the groups
     where the state belonged); `flag` and `path` are then added to `written`."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # a device (/dev/null) takes both
+        return
     for other, earlier in written.items():
         same = (path.samefile(earlier) if path.exists() and earlier.exists()
                 else path.resolve() == earlier.resolve())
