@@ -188,6 +188,10 @@ class Terminated(BaseException):
     error (some 50 lines for a Ctrl-C in a Spark step, QA 2026-11-28)."""
 
 
+def _taken_already(signum, frame) -> None:
+    """A stop signal after the first: the command is unwinding already."""
+
+
 @contextmanager
 def _sigterm_unwinds():
     if threading.current_thread() is not threading.main_thread():
@@ -217,8 +221,9 @@ def _sigterm_unwinds():
         # library that swallows the exception (a bare `except:`, a `__del__` it came in)
         # leaves the command going on with the signals ignored (QA: a step hung, holding
         # its locks): it comes again, until the command has ended
-        for taken in stop_signals:
-            signal.signal(taken, signal.SIG_IGN)
+        for taken in stop_signals:  # a no-op, not SIG_IGN: a signal already pending
+            signal.signal(taken, _taken_already)  # found SIG_IGN and CPython printed an
+            # `OSError: Signal 15 ignored due to race condition` trace (QA, 2026-11-28)
         signal.setitimer(signal.ITIMER_REAL, RAISE_AGAIN_SECONDS)
         raise Terminated
 
@@ -247,3 +252,4 @@ def _sigterm_unwinds():
         signal.signal(signal.SIGTERM, before)
         if signal.SIGINT in stop_signals:
             signal.signal(signal.SIGINT, ctrl_c)
+        _STOPPED_BY.clear()  # read by this command's `main` only, never by a later one
