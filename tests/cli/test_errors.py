@@ -1406,6 +1406,16 @@ def test_a_sigalrm_alone_is_not_taken_for_a_sigterm(tmp_path):
                         "are released: the step can run again)\n")
 
 
+def group_as_in_a_shell(capsys, path, out):
+    """`probcep group` with Python's own Ctrl-C handler, as a shell starts it (a test
+    worker may have another)."""
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return cli(capsys, "group", path, "--pattern", "a", "--policy", "single", "-o", out)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
 def test_ctrl_c_while_pandas_reads_is_a_stop_not_a_bad_file(tmp_path, capsys, monkeypatch):
     """pandas wraps a KeyboardInterrupt in its C reader as a ParserError: the command
     said `cannot read as csv` of a sound file, exit 2 (QA, 2026-11-28)."""
@@ -1426,12 +1436,7 @@ def test_ctrl_c_while_pandas_reads_is_a_stop_not_a_bad_file(tmp_path, capsys, mo
                                     "read(nbytes) on source failed.")
 
     monkeypatch.setattr(pd, "read_csv", interrupted)
-    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a shell
-    try:
-        code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
-                           "-o", out)
-    finally:
-        signal.signal(signal.SIGINT, handler)
+    code, _, err = group_as_in_a_shell(capsys, path, out)
     assert (code, err) == (130, "probcep group: error: stopped by SIGINT (no output file "
                                 "is left half-written: it can run again)\n")
     assert out.read_text() == "earlier\n"
@@ -1477,11 +1482,6 @@ def test_sigterm_and_ctrl_c_at_once_are_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(pd, "read_csv", interrupted)
     unraisable = []  # where CPython's trace goes (pytest would turn it into a warning)
     monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
-    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a shell
-    try:
-        code, _, err = cli(capsys, "group", path, "--pattern", "a", "--policy", "single",
-                           "-o", out)
-    finally:
-        signal.signal(signal.SIGINT, handler)
+    code, _, err = group_as_in_a_shell(capsys, path, out)
     assert code in (130, 143) and one_line(err).startswith("probcep group: error: stopped by")
     assert unraisable == [] and not out.exists()
