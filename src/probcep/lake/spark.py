@@ -70,8 +70,8 @@ def spark_session(master: str | None = None, app: str = "probcep",
     before = _children()
     # PySpark's SparkContext takes Ctrl-C for its own handler (cancel the jobs, raise a
     # KeyboardInterrupt, which py4j logs as an error): the command's handler stays
-    main = threading.current_thread() is threading.main_thread()
-    ctrl_c = signal.getsignal(signal.SIGINT) if main else None
+    ctrl_c = (signal.getsignal(signal.SIGINT)
+              if threading.current_thread() is threading.main_thread() else None)
     try:
         session = builder.getOrCreate()
     except BaseException as exc:
@@ -89,7 +89,7 @@ def spark_session(master: str | None = None, app: str = "probcep",
                                f"master (All masters are unresponsive); is it the master's "
                                f"port (7077 by default), not its web UI's (8080)?") from exc
         raise
-    if main and ctrl_c is not None:
+    if ctrl_c is not None:
         signal.signal(signal.SIGINT, ctrl_c)
     session.sparkContext.setLogLevel("ERROR")
     # A failed task's error reaches the action that ran it, and the step says it: a file
