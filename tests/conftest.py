@@ -13,7 +13,6 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 
 @pytest.fixture(scope="session")
 def spark():
-    pytest.importorskip("pyspark.sql")
     from probcep.lake.spark import spark_session
 
     session = spark_session("local[2]", "probcep-tests", shuffle_partitions=4)

@@ -247,6 +247,7 @@ def test_a_window_no_match_fits_in_is_warned_of_once(tmp_path, capsys, suffix, f
                 "shortest match of 'a b+ c' (3 timesteps): it can never match")
     assert err.splitlines()[0] == expected and err.count("warning") == 1
     if frame is not FIG1 and frame.t.is_monotonic_increasing:  # the gap is refused
+        assert code == 2 and "gap in t after t=3 (next is t=5)" in err.splitlines()[1]
         return
     assert code == 0 and rows == []
 

@@ -16,9 +16,7 @@ from hypothesis import strategies as st
 
 from probcep.cli import main
 from probcep.cli.output import (
-    MatchLines,
     group_lines,
-    match_head,
     sorted_groups,
     write_groups,
     write_text,
@@ -77,21 +75,6 @@ def test_non_finite_probabilities_fall_back_to_json_dumps(tmp_path):
     path = tmp_path / "g.jsonl"
     write_groups(sorted_groups({"s": [cols]}), path)
     assert path.read_text() == reference_lines({"s": [cols]})
-
-
-@settings(max_examples=100, deadline=None)
-@given(stream_ids, st.lists(st.tuples(st.lists(st.integers(0, 9), max_size=4),
-                                      st.integers(0, 3), st.integers(-5, 10 ** 12))),
-       st.lists(st.integers(-(2 ** 62), 2 ** 62), min_size=10, max_size=10),
-       st.lists(st.text(max_size=3), min_size=10, max_size=10))
-def test_approx_match_lines_are_those_of_json_dumps(sid, matches, tags, symbols):
-    fmt, head = MatchLines(), match_head(sid)
-    for sigma, errors, point in matches:
-        want = json.dumps({"type": "match", "stream_id": sid, "positions": list(sigma),
-                           "tags": [tags[i] for i in sigma],
-                           "symbols": [symbols[i] for i in sigma],
-                           "errors": errors, "match_point": point}) + "\n"
-        assert fmt.line(head, tuple(sigma), tags, symbols, errors, point) == want
 
 
 def test_parquet_output_holds_the_json_lines(tmp_path, capsys):

@@ -113,8 +113,6 @@ def bad_request(env) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    pytest.importorskip("airflow.providers.apache.spark")
-    pytest.importorskip("deltalake")
     base = tmp_path_factory.mktemp("airflow_e2e")
     make_landing(base / "landing")
     make_landing(base / "landing_cli")

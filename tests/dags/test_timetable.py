@@ -34,7 +34,6 @@ def timetable(dagbag) -> dict:
 @pytest.fixture(scope="module")
 def nightly(tmp_path_factory):
     """dags/probcep_nightly.py as a module (Airflow configured under a temporary home)."""
-    pytest.importorskip("airflow.providers.apache.spark")
     return dag_module(tmp_path_factory, "probcep_nightly")
 
 

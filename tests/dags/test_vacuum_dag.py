@@ -17,7 +17,6 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def vacuum_task(tmp_path_factory):
     """The DAG's `vacuum` task (Airflow configured under a temporary home)."""
-    pytest.importorskip("airflow")
     module = dag_module(tmp_path_factory, "probcep_vacuum")
     return module.probcep_vacuum().get_task("vacuum").python_callable
 

@@ -94,7 +94,6 @@ def test_probcep_environment_names_settings_the_code_reads(compose, dockerfile):
 
 def test_the_spark_connection_points_at_the_master_service(compose, monkeypatch, tmp_path):
     monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
-    pytest.importorskip("airflow.providers.apache.spark")
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
     services = compose["services"]

@@ -113,4 +113,6 @@ def test_a_pattern_that_can_never_match_points_at_the_class_that_empties_it(patt
                                      "Door [^Door Room Hall x]* Room",
                                      "Door [^Door Room Hall x]{0,2} Room"])
 def test_a_class_of_no_symbol_that_a_match_can_do_without_is_taken(pattern):
-    compile_pattern(pattern, DOMAIN)
+    dfa = compile_pattern(pattern, DOMAIN)
+    assert dfa.accepts(["Door", "Room"])  # the way round the empty class
+    assert not dfa.accepts(["Door"]) and not dfa.accepts(["Door", "x", "Room"])

@@ -4,7 +4,7 @@ Each stream's critical subsequences become flat NumPy columns (event positions e
 end, with offsets); tags and symbols are taken from the stream's columns by position.
 JSON lines are then formatted by Arrow's string kernels (a list join per field, one
 element-wise join per line), with the bytes `json.dumps` gives one dict per line
-(`MatchLines` in `output.py` is that reference); a `.parquet` output gets the same
+(tests/cli/test_approx_output.py checks them); a `.parquet` output gets the same
 records as a table, list columns for the lists and bundle rows after each stream's
 matches, as in the lines.
 """

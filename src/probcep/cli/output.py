@@ -6,8 +6,7 @@ positionally, else column by column with Arrow's string kernels. The bytes are t
 dict and one `json.dumps` per line gives (keys in the same order, `", "` and `": "`
 separators, ASCII escapes, floats as `repr`), which tests/cli/test_output.py and
 test_lines.py check against `json.dumps` on random groups. A `.parquet` output gets the
-same columns as an Arrow table. `probcep approx`'s column writer is `approx_output.py`;
-`MatchLines` here is the per-line formatter it replaced, kept as the tests' reference.
+same columns as an Arrow table. `probcep approx`'s column writer is `approx_output.py`.
 """
 
 from __future__ import annotations
@@ -206,28 +205,6 @@ def write_text(chunks, output: Path | None) -> None:
 
 
 # --- probcep approx --------------------------------------------------------------------
-
-class MatchLines:
-    """Formats the `"type": "match"` lines of `probcep approx` as `json.dumps` would."""
-
-    def __init__(self):
-        self._names: dict[str, str] = {}
-
-    def line(self, head: str, sigma, tags, symbols, errors: int, match_point: int) -> str:
-        """`head` is `match_head(stream_id)`; `sigma` indexes `tags` and `symbols`."""
-        names = self._names
-        syms = []
-        for i in sigma:
-            s = symbols[i]
-            text = names.get(s)
-            if text is None:
-                text = names[s] = json.dumps(s)
-            syms.append(text)
-        return (f'{head}"positions": [{", ".join(map(str, sigma))}], '
-                f'"tags": [{", ".join([str(tags[i]) for i in sigma])}], '
-                f'"symbols": [{", ".join(syms)}], "errors": {errors}, '
-                f'"match_point": {match_point}}}\n')
-
 
 def match_head(stream_id: str) -> str:
     return f'{{"type": "match", "stream_id": {json.dumps(stream_id)}, '

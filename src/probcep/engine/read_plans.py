@@ -80,10 +80,6 @@ class Timeline:
         rows = self.streams.get(stream_id)
         return None if rows is None else int(rows[0][0])
 
-    def last_t(self, stream_id: str) -> int | None:
-        rows = self.streams.get(stream_id)
-        return None if rows is None else int(rows[0][-1])
-
     def read(self, stream_id: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         t, probs = self.streams.get(stream_id, (np.zeros(0, np.int64), np.zeros((0, 0))))
         a, b = np.searchsorted(t, lo), np.searchsorted(t, hi, side="right")

@@ -62,7 +62,6 @@ class StateCache:
     load: Callable[[Hashable], StreamMatcher | None]
     spill: Callable[[Hashable, StreamMatcher], None]
     misses: int = 0
-    hits: int = 0
     _entries: dict = field(default_factory=dict)
     _clock: int = 0
     _gap: float = 0.0  # mean reuse distance (exponentially weighted), for `priority`
@@ -95,7 +94,6 @@ class StateCache:
         self._last[key] = self._clock
         self._forget()
         if entry is not None:
-            self.hits += 1
             entry.used = self._clock
             return entry.matcher
         matcher = self.load(key)

@@ -409,10 +409,8 @@ class Transducer:
         #: moved by more than this fraction of itself gets the per-group pass.
         self.cover_budget = COVER_BUDGET
         self.cover_relative = COVER_RELATIVE
-        #: The mass all its passes have dropped so far, and how many groups they left to
-        #: the per-group pass (for the tests).
+        #: The mass all its passes have dropped so far (for the tests).
         self.cover_dropped = 0.0
-        self.cover_redone = 0
 
     @property
     def n_states(self) -> int:
@@ -633,7 +631,6 @@ class Transducer:
                     his = np.asarray(ends, np.int64)[shaky] - rows_t0 + 1
                     out[shaky] = self.accept_probabilities(raw, starts[shaky], his,
                                                            firsts[shaky])
-                    self.cover_redone += len(shaky)
                 return out
             if status == NEED_B:
                 new = self._close_b(int(cid))
