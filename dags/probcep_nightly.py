@@ -47,8 +47,6 @@ from airflow.sdk import CronDataIntervalTimetable, dag, task
 
 #: Where `jobs/` lives: the repository root, or PROBCEP_HOME in a deployment.
 PROJECT = Path(os.environ.get("PROBCEP_HOME") or Path(__file__).resolve().parents[1])
-#: The files ingest reads (`probcep.pipeline.ingest.FORMATS`).
-LANDING_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson", ".parquet")
 #: Written last into `<landing_dir>/<day>/` by whoever delivers the day's files.
 COMPLETE_MARKER = "_COMPLETE"
 #: How long after the day's end its landing folder may still be incomplete.
@@ -115,16 +113,11 @@ def check_landing(landing_dir: Path, day: str, now: dt.datetime) -> list[str] | 
                 f"{landing_deadline(day):%Y-%m-%d %H:%M} UTC: neither {folder / COMPLETE_MARKER}"
                 f" nor the next day's folder exists")
         return None
-    return sorted(p.name for p in folder.glob("*") if _data_file(p.name))
+    from probcep.pipeline.landing import data_files, file_format  # ingest's own rules
 
-
-def _data_file(name: str) -> bool:
-    """A name ingest reads as data: a known format, maybe gzip or bzip2 compressed (a
-    marker's name starts with `_` or `.`)."""
-    lower = name.lower()
-    plain = lower.removesuffix(".gz").removesuffix(".bz2")
-    text = plain == lower or not plain.endswith(".parquet")  # a text format compressed
-    return not name.startswith(("_", ".")) and plain.endswith(LANDING_SUFFIXES) and text
+    if not folder.is_dir():  # complete by the next day's folder: a day of silence
+        return []
+    return [p.name for p in data_files(folder) if file_format(p)[0] is not None]
 
 
 #: Mapped Spark steps of one night at once (a pattern's group_day, a correlation's

@@ -226,3 +226,16 @@ def test_the_tasks_read_the_registry_as_the_jobs_do(nightly, tmp_path_factory, t
             with pytest.raises(Exception, match=said) as refused:
                 call()
             assert str(registry) in str(refused.value)
+
+
+def test_the_sensor_lists_the_files_ingest_reads_by_ingest_s_own_rule(nightly, tmp_path):
+    """The DAG had its own copy of the formats (review, 2026-11-28): a format added to
+    ingest would have been a day "with no file of a format ingest reads"."""
+    from probcep.pipeline.landing import FORMATS
+
+    names = [f"r{suffix.upper()}" for suffix in FORMATS] + [
+        "a.csv.gz", "b.JSONL.bz2", "c.parquet.gz", "notes.txt", ".hidden.csv", "_SUCCESS"]
+    write_day(tmp_path, DAYS[0], nightly.COMPLETE_MARKER, *names)
+    listed = nightly.check_landing(tmp_path, DAYS[0], dt.datetime(2026, 1, 2, tzinfo=dt.UTC))
+    assert listed == sorted([f"r{suffix.upper()}" for suffix in FORMATS]
+                            + ["a.csv.gz", "b.JSONL.bz2"])
