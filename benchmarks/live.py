@@ -73,11 +73,12 @@ def run(events, query: Query, capacity: int, policy: str):
                                        if k in store else None),
                        spill=lambda k, m: store.__setitem__(k, m.to_bytes()))
     shared = StreamMatcher(query).transducer
-    groups = 0
+    groups = []
     for s, row in events:
         matcher = cache.get(s) or StreamMatcher(query, shared)
         t0 = 0 if matcher.next_t is None else matcher.next_t
-        groups += len(matcher.feed_columns(t0, row[None, :]))
+        groups += [(s, *g.as_dict().values()) for g in matcher.feed_columns(t0, row[None, :])
+                   .groups()]
         cache.put(s, matcher)
     return cache.misses, groups
 
@@ -104,7 +105,8 @@ def main() -> None:
                           args.arrivals)
         start = time.perf_counter()
         found = {p: run(events, query, capacity, p) for p in POLICIES}
-        assert len({g for _, g in found.values()}) == 1, found  # same groups
+        groups = [g for _, g in found.values()]
+        assert all(g == groups[0] for g in groups), "the policies gave other groups"
         misses = {p: m for p, (m, _) in found.items()}
         ratio = misses["priority"] / misses["creation"] if misses["creation"] else float("nan")
         print(f"| {share:.2f} | " + " | ".join(str(misses[p]) for p in POLICIES)
