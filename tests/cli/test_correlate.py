@@ -127,18 +127,28 @@ def test_rows_move_with_the_stream_to_either_end_of_int64(tmp_path, capsys, last
 
 
 @pytest.mark.parametrize("options, message", [
-    (["--lookback", "4", "--gap", "0"], "gap must be an integer >= 1, got 0"),
+    (["--lookback", "4", "--gap", "0"], "argument --gap: '0' is not a positive integer"),
+    (["--lookback", "0"], "argument --lookback: '0' is not a positive integer"),
+    (["--lookback", "4", "--window", "2.5"], "argument --window: '2.5' is not a whole number"),
     (["--lookback", "2", "--gap", "3"], "lookback must be an integer >= gap (3), got 2"),
-    (["--lookback", "4", "--min-probability", "2"], "min probability must lie in [0, 1]"),
+    (["--lookback", "4", "--min-probability", "2"],
+     "argument --min-probability: '2' is not a probability in [0, 1]"),
+    (["--lookback", "4", "--threshold", "nan"],
+     "argument --threshold: 'nan' is not a probability in [0, 1]"),
 ])
 def test_bad_options_exit_2_with_a_message(tmp_path, capsys, options, message):
+    """An option's value argparse can check is refused by argparse, with the usage and
+    the option's name (docs/bad-input.md); the others in one line."""
     path = tmp_path / "example.csv"
     EXAMPLE.to_csv(path, index=False)
-    code, rows, err = run(capsys, path, "--live-pattern", "c", "--policy", "single",
-                          "--archive-pattern", "a b", *options)
+    try:
+        code, rows, err = run(capsys, path, "--live-pattern", "c", "--policy", "single",
+                              "--archive-pattern", "a b", *options)
+    except SystemExit as refused:  # argparse's usage and line
+        (code, rows), err = (refused.code, []), capsys.readouterr().err
     assert code == 2 and rows == []
-    assert err.startswith("probcep correlate: error: ") and message in err
-    assert err.count("\n") == 1
+    assert err.splitlines()[-1] == f"probcep correlate: error: {message}"
+    assert err.startswith("usage: ") == message.startswith("argument")
 
 
 def test_a_parquet_output_holds_the_lines_fields(tmp_path, capsys):

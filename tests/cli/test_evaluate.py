@@ -229,11 +229,13 @@ def test_a_lake_without_groups_is_refused(lake, capsys):
 
 @pytest.mark.parametrize("threshold", ["nan", "2", "-1"])
 def test_a_threshold_outside_0_1_is_refused(lake, capsys, threshold):
-    assert main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
-                 str(lake / "lake"), "--threshold", threshold, "--json"]) == 2
+    with pytest.raises(SystemExit) as refused:  # argparse's usage and line
+        main(["evaluate", "--episodes", str(lake / "episodes.csv"), "--lake",
+              str(lake / "lake"), "--threshold", threshold, "--json"])
     out, err = capsys.readouterr()
-    assert out == "" and err == (f"probcep evaluate: error: --threshold must be a probability "
-                                 f"in [0, 1], got {float(threshold)}\n")
+    assert refused.value.code == 2 and out == "" and err.startswith("usage: ")
+    assert err.splitlines()[-1] == (f"probcep evaluate: error: argument --threshold: "
+                                    f"'{threshold}' is not a probability in [0, 1]")
 
 
 def test_a_pattern_the_registry_does_not_know_is_refused(lake, capsys):

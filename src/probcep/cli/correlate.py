@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from probcep.cli.destinations import output_path
-from probcep.cli.numbers import probability
+from probcep.cli.numbers import positive_int, probability
 from probcep.cli.output import write_lines
 from probcep.cli.stream_files import read_blocks, unnamed_symbols, where
 from probcep.engine import PatternError, Query, StreamMatcher
@@ -43,14 +43,14 @@ def register(sub) -> None:
     p.add_argument("--policy", choices=("single", "complete"), required=True)
     p.add_argument("--threshold", type=probability, default=0.0, metavar="θ",
                    help="live match threshold θ in [0, 1] (default 0)")
-    p.add_argument("--window", type=int, default=None, metavar="W",
+    p.add_argument("--window", type=positive_int, default=None, metavar="W",
                    help="longest live match in timesteps (default: no limit)")
     p.add_argument("--archive-pattern", required=True, metavar="PA", help="archive pattern")
-    p.add_argument("--archive-window", type=int, default=None, metavar="WA",
+    p.add_argument("--archive-window", type=positive_int, default=None, metavar="WA",
                    help="longest archive match in timesteps (default: no limit)")
-    p.add_argument("--lookback", type=int, required=True, metavar="N",
+    p.add_argument("--lookback", type=positive_int, required=True, metavar="N",
                    help="the range starts N timesteps before the group's t_start")
-    p.add_argument("--gap", type=int, default=1, metavar="G",
+    p.add_argument("--gap", type=positive_int, default=1, metavar="G",
                    help="the range ends G >= 1 timesteps before t_start (default 1)")
     p.add_argument("--mode", choices=MODES, default="exists",
                    help="the archive pattern must occur (exists) or not (absent)")

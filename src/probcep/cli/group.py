@@ -13,7 +13,7 @@ import numpy as np
 
 from probcep.cli.destinations import output_path, replacing
 from probcep.cli.group_stream import run_streamed
-from probcep.cli.numbers import probability
+from probcep.cli.numbers import positive_int, probability
 from probcep.cli.output import sorted_groups, write_groups
 from probcep.cli.stream_files import read_blocks, unnamed_symbols, where
 from probcep.engine import Query, StreamMatcher
@@ -35,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("--policy", choices=("single", "complete"), required=True)
     p.add_argument("--threshold", type=probability, default=0.0, metavar="θ",
                    help="match threshold θ in [0, 1] (default 0: every positive match)")
-    p.add_argument("--window", type=int, default=None, metavar="W",
+    p.add_argument("--window", type=positive_int, default=None, metavar="W",
                    help="longest match in timesteps (default: no limit)")
     p.add_argument("--method", choices=("transducer", "naive"), default="transducer",
                    help="how group probabilities are computed (naive enumerates worlds)")

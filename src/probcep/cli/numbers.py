@@ -1,4 +1,5 @@
-"""Probabilities given on the command line, read as the doubles the engine compares."""
+"""Numbers given on the command line, checked where argparse can name the option and
+show the usage (docs/bad-input.md), not later by the engine."""
 
 from __future__ import annotations
 
@@ -15,4 +16,17 @@ def probability(text: str) -> float:
     problem = underflow(text, value)
     if problem:
         raise argparse.ArgumentTypeError(problem)
+    if not 0 <= value <= 1:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a probability in [0, 1]")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """A window or a count: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
