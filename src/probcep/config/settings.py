@@ -15,7 +15,7 @@ import difflib
 import os
 import re
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 import yaml
@@ -23,6 +23,7 @@ import yaml
 from probcep.config.clock import Clock
 from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine.pattern import SYMBOL_NAME
+from probcep.engine.state_cache import POLICIES as CACHE_POLICIES
 from probcep.errors import ProbcepError, ProbcepWarning
 
 PACKAGED = Path(__file__).with_name("probcep.yaml")
@@ -31,8 +32,6 @@ AGGREGATIONS = ("sum", "max")
 GAP_POLICIES = ("no_reading", "uniform", "hold_last")
 MISSING_DAYS = ("silence", "refuse")
 WIDE_SUMS = ("refuse", "renormalize")
-#: State cache eviction policies of live mode (probcep.engine.state_cache.POLICIES).
-CACHE_POLICIES = ("creation", "priority", "lru")
 #: Names a symbol cannot have: the columns of a reading in landing files, and those
 #: beside the symbol columns in silver (probcep.lake.tables.SILVER_KEYS). Spark compares
 #: column names without regard to case, so no two of them may differ only in case.
@@ -77,21 +76,24 @@ class SettingsWarning(ProbcepWarning):
     which would otherwise leave the setting it meant as it was without a word."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
+    """The checked settings. A field with a default here may be left out of the file;
+    `_checked` takes its defaults from these fields."""
+
     lake_root: Path
     landing_dir: Path
-    spark_master: str | None
+    spark_master: str | None = None
     timestep_seconds: int
     epoch: dt.datetime
     domain: tuple[str, ...]
-    no_reading_symbol: str
-    aggregation: str
-    gap_policy: str
-    hold_last_steps: int
-    max_quarantine_fraction: float
-    registry: Path
-    target_file_mb: float
+    no_reading_symbol: str = "NoReading"
+    aggregation: str = "sum"
+    gap_policy: str = "no_reading"
+    hold_last_steps: int = 5
+    max_quarantine_fraction: float = 0.05
+    registry: Path  # by default patterns.yaml beside the settings file: `_checked` sets it
+    target_file_mb: float = 128.0
     missing_day: str = "silence"
     wide_sum: str = "refuse"
     backfill_days: int = 31  # days a backfill ingests and normalizes in one Spark pass
@@ -236,6 +238,45 @@ def _warn_stray(env, keys: list[str]) -> None:
             (f" (did you mean PROBCEP_{close[0]}?)" if close else "")), stacklevel=3)
 
 
+def _integer(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _one_of(choices: tuple):
+    return (lambda x: x in choices), f"one of {choices}"
+
+
+def _whole(least: int):
+    return (lambda x: _integer(x) and x >= least), f"an integer >= {least}"
+
+
+#: The settings checked alone, in the order they are checked: each one's check and, for
+#: the message, what it must be.
+CHECKS = {
+    "aggregation": _one_of(AGGREGATIONS),
+    "gap_policy": _one_of(GAP_POLICIES),
+    "hold_last_steps": _whole(0),
+    "max_quarantine_fraction": (lambda x: _number(x) and 0 <= x <= 1, "a number in [0, 1]"),
+    "target_file_mb": (lambda x: _number(x) and 0 < x <= MAX_FILE_MB,
+                       f"a number of megabytes in (0, {MAX_FILE_MB}]"),
+    "missing_day": _one_of(MISSING_DAYS),
+    "wide_sum": _one_of(WIDE_SUMS),
+    "backfill_days": _whole(1),
+    "live_trigger_seconds": _whole(1),
+    "allowed_lateness_seconds": _whole(0),
+    "live_max_files_per_trigger": _whole(1),
+    "live_cache_streams": _whole(1),
+    "live_cache_policy": _one_of(CACHE_POLICIES),
+    "spark_master": (lambda x: x is None or isinstance(x, str), "a Spark master URL"),
+}
+#: The defaults of the settings a file may leave out (`Settings`' own).
+DEFAULTS = {f.name: f.default for f in fields(Settings) if f.default is not MISSING}
+
+
 def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
     required = ("lake_root", "landing_dir", "timestep_seconds", "epoch", "domain")
 
@@ -247,7 +288,7 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         if v.get(name) in (None, ""):
             fail(name, "is required")
     step = v["timestep_seconds"]
-    if not isinstance(step, int) or isinstance(step, bool) or step < 1 or 86_400 % step:
+    if not _integer(step) or step < 1 or 86_400 % step:
         fail("timestep_seconds", f"must be a whole number of seconds dividing a day, "
                                  f"got {step!r}")
     try:
@@ -271,55 +312,16 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
         fail("domain", f"must be a list of symbol names ([A-Za-z_][A-Za-z0-9_]*, as "
                        f"patterns write them) distinct without regard to case (as Spark's "
                        f"columns), none of {RESERVED_NAMES}, got {domain!r}")
-    reserved = v.get("no_reading_symbol", "NoReading")
+    value = {name: v.get(name, default) for name, default in DEFAULTS.items()}
+    reserved = value["no_reading_symbol"]
     if not isinstance(reserved, str) or not SYMBOL_NAME.fullmatch(reserved) \
             or reserved.lower() in {s.lower() for s in (*domain, *RESERVED_NAMES)}:
         fail("no_reading_symbol", f"must be a name outside the domain and none of "
                                   f"{RESERVED_NAMES} (without regard to case), got "
                                   f"{reserved!r}")
-    aggregation = v.get("aggregation", "sum")
-    if aggregation not in AGGREGATIONS:
-        fail("aggregation", f"must be one of {AGGREGATIONS}, got {aggregation!r}")
-    gap = v.get("gap_policy", "no_reading")
-    if gap not in GAP_POLICIES:
-        fail("gap_policy", f"must be one of {GAP_POLICIES}, got {gap!r}")
-    hold = v.get("hold_last_steps", 5)
-    if not isinstance(hold, int) or isinstance(hold, bool) or hold < 0:
-        fail("hold_last_steps", f"must be an integer >= 0, got {hold!r}")
-    fraction = v.get("max_quarantine_fraction", 0.05)
-    if not isinstance(fraction, int | float) or isinstance(fraction, bool) \
-            or not 0 <= fraction <= 1:
-        fail("max_quarantine_fraction", f"must be a number in [0, 1], got {fraction!r}")
-    file_mb = v.get("target_file_mb", 128)
-    if not isinstance(file_mb, int | float) or isinstance(file_mb, bool) \
-            or not 0 < file_mb <= MAX_FILE_MB:
-        fail("target_file_mb", f"must be a number of megabytes in (0, {MAX_FILE_MB}], got "
-                               f"{file_mb!r}")
-    missing = v.get("missing_day", "silence")
-    if missing not in MISSING_DAYS:
-        fail("missing_day", f"must be one of {MISSING_DAYS}, got {missing!r}")
-    wide_sum = v.get("wide_sum", "refuse")
-    if wide_sum not in WIDE_SUMS:
-        fail("wide_sum", f"must be one of {WIDE_SUMS}, got {wide_sum!r}")
-    per_pass = v.get("backfill_days", 31)
-    if not isinstance(per_pass, int) or isinstance(per_pass, bool) or per_pass < 1:
-        fail("backfill_days", f"must be an integer >= 1, got {per_pass!r}")
-    live = {}
-    for name, default, least in (("live_trigger_seconds", 60, 1),
-                                 ("allowed_lateness_seconds", 120, 0),
-                                 ("live_max_files_per_trigger", 100, 1),
-                                 ("live_cache_streams", 100_000, 1)):
-        live[name] = v.get(name, default)
-        if not isinstance(live[name], int) or isinstance(live[name], bool) \
-                or live[name] < least:
-            fail(name, f"must be an integer >= {least}, got {live[name]!r}")
-    live["live_cache_policy"] = v.get("live_cache_policy", "priority")
-    if live["live_cache_policy"] not in CACHE_POLICIES:
-        fail("live_cache_policy", f"must be one of {CACHE_POLICIES}, "
-             f"got {live['live_cache_policy']!r}")
-    master = v.get("spark_master")
-    if master is not None and not isinstance(master, str):
-        fail("spark_master", f"must be a Spark master URL, got {master!r}")
+    for name, (ok, allowed) in CHECKS.items():
+        if not ok(value[name]):
+            fail(name, f"must be {allowed}, got {value[name]!r}")
 
     def where(name, folder=base):  # absolute, as Spark names the files it read
         p = Path(str(v.get(name)))
@@ -327,16 +329,14 @@ def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
             folder = Path.cwd()  # a shell's relative path: from where the command runs
         return p if p.is_absolute() else Path(os.path.abspath(folder / p))
 
-    return Settings(
-        lake_root=where("lake_root", lake_base), landing_dir=where("landing_dir"),
-        spark_master=master, timestep_seconds=step,
-        epoch=epoch.astimezone(dt.UTC).replace(tzinfo=None) if epoch.tzinfo else epoch,
-        domain=tuple(domain), no_reading_symbol=reserved,
-        aggregation=aggregation, gap_policy=gap, hold_last_steps=hold,
-        max_quarantine_fraction=float(fraction),
-        registry=where("registry") if v.get("registry")
+    return Settings(**{
+        **value, "lake_root": where("lake_root", lake_base), "landing_dir": where("landing_dir"),
+        "timestep_seconds": step,
+        "epoch": epoch.astimezone(dt.UTC).replace(tzinfo=None) if epoch.tzinfo else epoch,
+        "domain": tuple(domain),
+        "max_quarantine_fraction": float(value["max_quarantine_fraction"]),
+        "registry": where("registry") if v.get("registry")
         else Path(os.path.abspath(base / "patterns.yaml")),
-        target_file_mb=float(file_mb), missing_day=missing, wide_sum=wide_sum,
-        backfill_days=per_pass,
-        live_checkpoint=where("live_checkpoint", lake_base) if v.get("live_checkpoint")
-        else None, **live)
+        "target_file_mb": float(value["target_file_mb"]),
+        "live_checkpoint": where("live_checkpoint", lake_base) if v.get("live_checkpoint")
+        else None})
