@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probcep.cli.options import SETTINGS
+
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="run the bundled sample end to end",
                        description="Ingest, normalize, validate and group every day of the "
                                    "bundled landing sample into a local Delta lake; print "
-                                   "groups, alerts and how they compare with the true visits.")
-    p.add_argument("--settings", type=Path,
-                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
+                                   "groups, alerts and how they compare with the true visits.",
+                       parents=[SETTINGS])
     p.add_argument("--lake", type=Path, default=Path("lake") / "demo",
                    help="lake root (default: lake/demo under the working directory)")
     p.add_argument("--master", help="Spark master (default: the settings', else local[*])")

@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 from probcep.cli.numbers import probability
+from probcep.cli.options import REGISTRY
 
 
 def register(sub) -> None:
@@ -17,12 +18,9 @@ def register(sub) -> None:
         description="Compare the lake's alerts (default) or its groups at a probability "
                     "threshold with true episodes (CSV: stream_id, start, end, pattern; "
                     "timestamps): found, missed and false alarms per pattern, and each "
-                    "episode's best group. Matching rules: docs/pipeline.md.")
+                    "episode's best group. Matching rules: docs/pipeline.md.",
+        parents=[REGISTRY])
     p.add_argument("--episodes", type=Path, required=True, metavar="FILE")
-    p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
-    p.add_argument("--settings", type=Path,
-                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
-    p.add_argument("--registry", type=Path, help="patterns registry (default: the settings')")
     p.add_argument("--pattern", action="append", metavar="NAME",
                    help="only this registered pattern (repeatable; default: every "
                         "registered exact pattern the episodes name)")

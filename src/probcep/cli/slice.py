@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from pathlib import Path
 
 from probcep.cli.destinations import output_path
+from probcep.cli.options import LAKE
 
 
 def utc_time(text: str) -> dt.datetime:
@@ -27,15 +27,13 @@ utc_time.__name__ = "ISO time"  # what argparse calls the type when a value is r
 def register(sub) -> None:
     p = sub.add_parser("slice", help="one stream's time slice of silver, reading only its files",
                        description="Print (or write as CSV) one stream's silver rows between "
-                                   "two times, and how many of silver's files were read.")
+                                   "two times, and how many of silver's files were read.",
+                       parents=[LAKE])
     p.add_argument("--stream", required=True, help="stream_id")
     p.add_argument("--start", type=utc_time, required=True,
                    help="first time, ISO (UTC unless it has an offset)")
     p.add_argument("--end", type=utc_time, required=True,
                    help="end time (exclusive), ISO (UTC unless it has an offset)")
-    p.add_argument("--settings", type=Path,
-                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
-    p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
     p.add_argument("-o", "--output", type=output_path, help="write the rows here as CSV")
     p.set_defaults(handler=run)
 

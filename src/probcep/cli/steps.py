@@ -10,15 +10,13 @@ import datetime as dt
 from contextlib import contextmanager
 from pathlib import Path
 
+from probcep.cli.options import LAKE, REGISTRY
 from probcep.config.clock import iso_day
 from probcep.errors import ProbcepError, writing
 
 
 def _options(p, patterns: bool = True) -> None:
-    p.add_argument("--settings", type=Path,
-                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
-    p.add_argument("--lake", type=Path, help="lake root (default: the settings')")
-    p.add_argument("--registry", type=Path, help="patterns registry (default: the settings')")
+    """Those beside --settings, --lake and --registry (`options.REGISTRY`)."""
     p.add_argument("--master", help="Spark master (default: the settings', spark-submit's, "
                                     "else local[*])")
     if patterns:
@@ -48,7 +46,8 @@ def begun_day(text: str) -> dt.date:
 
 
 def _day(sub, name: str, text: str, handler, patterns: bool = True):
-    p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+    p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
+                       parents=[REGISTRY])
     # ingest names the landing folder a later day cannot have yet (`ingest`)
     p.add_argument("--date", type=written_day if name == "ingest" else begun_day, required=True)
     _options(p, patterns)
@@ -74,7 +73,7 @@ def register(sub) -> None:
                    help="only this registered correlation (repeatable; default all)")
     p = sub.add_parser("run", help="the night of a day (--date) or of a range (--from/--to)",
                        description="The nightly work for a day, or for every day of a range "
-                                   "in order (a backfill).")
+                                   "in order (a backfill).", parents=[REGISTRY])
     when = p.add_mutually_exclusive_group(required=True)
     when.add_argument("--date", type=begun_day)
     when.add_argument("--from", dest="first", type=begun_day)
@@ -83,7 +82,8 @@ def register(sub) -> None:
     p.set_defaults(handler=run, holds_locks=True)
     r = sub.add_parser("rerun", help="recompute days after a data fix and report alert changes",
                        description="Recompute groups, states and alerts from --from on, "
-                                   "stopping once the engine states agree again.")
+                                   "stopping once the engine states agree again.",
+                       parents=[REGISTRY])
     r.add_argument("--from", dest="first", type=begun_day, required=True)
     r.add_argument("--to", dest="last", type=begun_day, required=True)
     r.add_argument("--reason", default="", help="why (kept in the commit metadata)")
@@ -95,7 +95,7 @@ def register(sub) -> None:
                                    "(reruns, nights over live mode's rows), and files writers "
                                    "left without committing them, once no version of the "
                                    "retention period needs them, in every table of the "
-                                   "lake.")
+                                   "lake.", parents=[LAKE])
     m.add_argument("--retain-hours", type=_hours, default=None,
                    help="keep what versions this recent need (default: each table's "
                         "delta.deletedFileRetentionDuration, else 168, Delta's week)")
@@ -103,15 +103,13 @@ def register(sub) -> None:
     m.add_argument("--list", action="store_true",
                    help="also print the path of every file removed (or, with --dry-run, "
                         "that would be)")
-    m.add_argument("--settings", type=Path,
-                   help="settings file (default: $PROBCEP_SETTINGS, ./probcep.yaml, packaged)")
-    m.add_argument("--lake", type=Path, help="lake root (default: the settings')")
     m.set_defaults(handler=vacuum, holds_locks=True)
     v = sub.add_parser("live", help="match readings as they land (Spark Structured Streaming)",
                        description="Live mode: a streaming query over the landing folder that "
                                    "appends bronze, normalizes complete timesteps, advances "
                                    "every exact pattern and writes final groups and alerts, "
-                                   "exactly once, until stopped (docs/live.md).")
+                                   "exactly once, until stopped (docs/live.md).",
+                       parents=[REGISTRY])
     v.add_argument("--once", action="store_true",
                    help="process what the landing folder holds, then stop (availableNow)")
     v.add_argument("--status", action="store_true",
@@ -206,7 +204,6 @@ def publish_alerts(args: argparse.Namespace) -> int:
 
 
 def correlate_day(args: argparse.Namespace) -> int:
-    from probcep.errors import ProbcepError
     from probcep.pipeline.correlate_day import correlate_day as correlate
 
     with _context(args, "correlate-day") as ctx:
