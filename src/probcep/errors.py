@@ -97,6 +97,11 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+def first_few(items, n: int = 3) -> str:
+    """The first `n` items, then `…` when there are more: a message names some of many."""
+    return ", ".join(map(str, items[:n])) + (", …" if len(items) > n else "")
+
+
 def _chain(exc: BaseException):
     seen = set()
     while exc is not None and id(exc) not in seen:

@@ -11,7 +11,7 @@ import numpy as np
 from probcep.cli.numbers import probability
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
-from probcep.errors import ProbcepError
+from probcep.errors import ProbcepError, first_few
 
 #: The most timesteps one plot of the lake draws (its silent ones filled in).
 MAX_STEPS = 1_000_000
@@ -136,9 +136,8 @@ def from_lake(args: argparse.Namespace) -> int:
     never = [first + dt.timedelta(d) for d in range((last - first).days + 1)
              if first + dt.timedelta(d) not in made]
     if never:  # drawn as silence, they would look like quiet days (QA, 2026-11-27)
-        warn(f"{', '.join(map(str, never[:3]))}{' …' if len(never) > 3 else ''}: "
-             f"{len(never)} day(s) of the range with no silver in this lake (never "
-             f"normalized here): drawn as silence")
+        warn(f"{first_few(never)}: {len(never)} day(s) of the range with no silver in this "
+             f"lake (never normalized here): drawn as silence")
     domain = [c for c in known.columns if c not in SILVER_KEYS]
     probs = with_silence(known.t.to_numpy(), known[domain].to_numpy(), lo, hi,
                          settings.silence)

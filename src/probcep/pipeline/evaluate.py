@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from probcep.config.clock import Clock
-from probcep.errors import InputError, first_line_not_utf8
+from probcep.errors import InputError, first_few, first_line_not_utf8
 
 #: The thresholds of a sweep.
 SWEEP = tuple(float(x) for x in np.round(np.arange(0.05, 1.0, 0.05), 2))
@@ -226,14 +226,13 @@ def uncovered(lake, clock: Clock, episodes: pd.DataFrame, patterns: list[str]) -
                                       for k in range((b - a).days + 1)
                                       if a + dt.timedelta(days=k) not in grouped.get(name, ())),
                                      4)
-            shown = [str(d) for d in first]
             lines.append(f"{name}: {n_ungrouped} day(s) of its episodes were never grouped "
-                         f"({', '.join(shown[:3])}{', …' if len(shown) > 3 else ''}): "
+                         f"({first_few(list(first))}): "
                          f"nothing on them is found (an episode wholly on them counts as "
                          f"missed)")
         if unheard and has_silver:
-            shown = ", ".join(sorted(unheard)[:3]) + (", …" if len(unheard) > 3 else "")
-            lines.append(f"{name}: silver holds no reading of stream(s) {shown} on the days "
+            lines.append(f"{name}: silver holds no reading of stream(s) "
+                         f"{first_few(sorted(unheard))} on the days "
                          f"of their episodes: a mistyped stream_id? they count as missed")
     return lines
 
@@ -261,9 +260,9 @@ def unpublished(groups: pd.DataFrame, alerts: pd.DataFrame, thresholds: dict[str
                                     & (groups.probability >= threshold)])
         missing = sorted(due - set(alerts.batch_date[alerts.pattern == name]))
         if missing:
-            shown = ", ".join(map(str, missing[:3])) + (", …" if len(missing) > 3 else "")
             lines.append(f"{name}: {len(missing)} day(s) hold groups at or above its alert "
-                         f"threshold {threshold:g} but no published alert ({shown}): run "
+                         f"threshold {threshold:g} but no published alert "
+                         f"({first_few(missing)}): run "
                          f"publish-alerts for them, or give --threshold")
     return lines
 

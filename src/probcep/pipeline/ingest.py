@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probcep.config.settings import Settings
-from probcep.errors import ProbcepError, warn
+from probcep.errors import ProbcepError, first_few, warn
 from probcep.lake.delta import commit_staged, staged_counts, staged_days, staged_frame
 from probcep.lake.locks import slice_lock
 from probcep.lake.spark import column_sum
@@ -640,9 +640,9 @@ def ingest_days(ctx: RunContext, days: list[dt.date]) -> list[IngestReport]:
     for day, error in missing.items():
         reports[day] = _silence(ctx, day, error)
     for day, late in arrived_after(settings, ctx.lake, min(days)).items():
-        shown = ", ".join(p.name for p in late[:3]) + (" ..." if len(late) > 3 else "")
         warn(f"{len(late)} file(s) reached {late[0].parent} after {day} was ingested and are "
-             f"in no table ({shown}): `probcep rerun --from {day} --to {day}` takes them")
+             f"in no table ({first_few([p.name for p in late])}): "
+             f"`probcep rerun --from {day} --to {day}` takes them")
     seen = {day: listing(files.get(day, [])) for day in days}  # before reading them
     # held until the log says the days are ingested: live mode, holding them too, reads a
     # landing file only when the log does not hold it yet, and would else append a file

@@ -62,7 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.clock import iso_day
-from probcep.errors import ProbcepError, damaged
+from probcep.errors import ProbcepError, damaged, first_few
 from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
 from probcep.lake.locks import LOCKS_FOLDER, exclusive
@@ -317,9 +317,8 @@ class LiveQuery:
         data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
         refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
         if outside:  # no night reads them either: said, not passed over unseen
-            shown = ", ".join(str(p) for p in outside[:3]) + (" ..." if len(outside) > 3 else "")
             line = (f"batch {batch_id}: {len(outside)} file(s) not in a day's landing folder "
-                    f"(LANDING/YYYY-MM-DD/), not read: {shown}")
+                    f"(LANDING/YYYY-MM-DD/), not read: {first_few(outside)}")
             log.info(line)  # as the batch line: a warning was printed twice on a terminal
             self.echo(line)
         states = self.states
@@ -341,9 +340,7 @@ class LiveQuery:
             data, ingested = self.not_ingested(data, listed)
             if ingested:  # a fresh checkpoint after the nights ran (catching up, `--once`)
                 line = (f"batch {batch_id}: {len(ingested)} file(s) ingested by the night of "
-                        "their day already, not read again: "
-                        f"{', '.join(map(str, ingested[:3]))}"
-                        + (" ..." if len(ingested) > 3 else ""))
+                        f"their day already, not read again: {first_few(ingested)}")
                 log.info(line)
                 self.echo(line)
             good, bad = self.read(data)
