@@ -189,7 +189,7 @@ def test_the_night_after_live_mode_writes_the_tables_of_the_night_and_no_changes
     assert ALERT_CHANGES.read(lake).num_rows == 0
 
 
-def test_live_status_on_the_command_line(night, in_order, capsys):
+def test_live_status_on_the_command_line(night, in_order, capsys, monkeypatch):
     from probcep.cli import main
 
     tmp, files = night
@@ -198,6 +198,10 @@ def test_live_status_on_the_command_line(night, in_order, capsys):
     out = capsys.readouterr().out
     assert "cache_misses" in out and "latency_seconds" in out
     assert len(out.strip().splitlines()) == 1 + len(files)
+    with monkeypatch.context() as env:  # it reads no registry (QA, 2026-11-28: "cannot
+        env.setenv("PROBCEP_REGISTRY", str(tmp / "gone.yaml"))  # read the patterns registry")
+        assert main(["live", "--status", "--settings", str(settings)]) == 0
+        assert capsys.readouterr().out == out
     # it only reads: a lake live may not write, as when a refused path stopped it, is
     # where one looks (QA, 2026-11-27: "cannot write gold/alerts", exit 2)
     log = in_order / "gold" / "alerts" / "_delta_log"

@@ -78,9 +78,6 @@ def run(args: argparse.Namespace) -> int:
                            f"(give --pattern NAME to score only some)")
     if args.plot:
         image_format(args.plot)
-    if args.threshold is not None and not 0 <= args.threshold <= 1:
-        raise ProbcepError(f"--threshold must be a probability in [0, 1], got "
-                           f"{args.threshold}")
     if not GROUPS.exists(ctx.lake):  # a mistyped --lake would score nothing found
         raise ProbcepError(f"{GROUPS.path(ctx.lake)}: no gold groups table here (run the "
                            f"pipeline first, or give --lake)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probcep.cli.numbers import probability
+from probcep.cli.numbers import positive_int, probability
 from probcep.cli.stream_files import read_blocks
 from probcep.engine import Query, StreamMatcher
 from probcep.errors import ProbcepError, first_few
@@ -54,7 +54,7 @@ def register(sub) -> None:
                    help="with INPUT (default complete; --lake: the registered pattern's)")
     p.add_argument("--threshold", type=probability, metavar="θ",
                    help="with INPUT (default 0; --lake: the registered pattern's)")
-    p.add_argument("--window", type=int, metavar="W", help="with INPUT (default none)")
+    p.add_argument("--window", type=positive_int, metavar="W", help="with INPUT (default none)")
     p.add_argument("--from", dest="t_from", type=when, metavar="WHEN",
                    help="first time to draw: a timestamp (with --lake) or a timestep")
     p.add_argument("--to", dest="t_to", type=when, metavar="WHEN",
@@ -62,7 +62,8 @@ def register(sub) -> None:
     p.add_argument("--episodes", type=Path, metavar="FILE",
                    help="with --lake: shade the stream's true episodes of the pattern "
                         "(the file `probcep evaluate` reads)")
-    p.add_argument("-o", "--output", type=Path, default=Path("probcep-plot.png"))
+    p.add_argument("-o", "--output", type=Path, default=Path("probcep-plot.png"),
+                   help="the image, in the format its extension names (default probcep-plot.png)")
     p.set_defaults(handler=run)
 
 
@@ -159,7 +160,8 @@ def from_lake(args: argparse.Namespace) -> int:
     start = clock.epoch + lo * clock.step
     out = plot_stream(args.output, lo + np.arange(hi - lo + 1), probs, domain, groups, title,
                       episodes=spans, start=start, step=clock.step)
-    print(f"wrote {out} ({len(groups)} groups, {len(alerted)} alerts in t={lo}..{hi}, "
+    alerts = f"{len(alerted)} alert" + ("" if len(alerted) == 1 else "s")
+    print(f"wrote {out} ({len(groups)} groups, {alerts} in t={lo}..{hi}, "
           f"{start:%Y-%m-%d %H:%M:%S} onwards)")
     return 0
 

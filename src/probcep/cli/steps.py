@@ -132,7 +132,7 @@ def _writes(step: str):
 
 
 @contextmanager
-def _context(args: argparse.Namespace, step: str, writes: bool = True):
+def _context(args: argparse.Namespace, step: str):
     """The step's run context, once the lake folders it writes (tables, Data Docs) are
     known to be writable: before any work, no Spark yet. A full disk in the block is one
     error line naming the file, else the lake."""
@@ -142,9 +142,6 @@ def _context(args: argparse.Namespace, step: str, writes: bool = True):
     ctx = RunContext.open(step, settings=args.settings, lake=args.lake,
                           registry=args.registry, patterns=getattr(args, "pattern", None),
                           source=getattr(args, "source", None), master=args.master)
-    if not writes:  # `live --status`: it reads, also a lake it may not write
-        yield ctx
-        return
     docs = step in ("normalize", "validate-gold", "run", "rerun")  # they write Data Docs
     folders = [ctx.docs_dir] if docs else [ctx.settings.checkpoint] if step == "live" else []
     check_writable(ctx.lake, _writes(step), folders=folders)
@@ -282,18 +279,19 @@ def rerun(args: argparse.Namespace) -> int:
 def live(args: argparse.Namespace) -> int:
     from probcep.pipeline.live import LiveQuery, status
 
-    with _context(args, "live", writes=not args.status) as ctx:
-        if args.status:
-            from probcep.lake.tables import LIVE_STATUS
+    if args.status:  # it reads one table: the lake is all it needs (not the registry)
+        from probcep.config.settings import load_settings
+        from probcep.lake.tables import LIVE_STATUS
 
-            if not ctx.lake.is_dir():
-                raise ProbcepError(f"{ctx.lake}: no such lake (--lake, or lake_root of the "
-                                   "settings)")
-            rows = status(ctx.lake)
-            print(rows.to_pandas().to_string(index=False) if rows.num_rows else
-                  f"no micro-batch recorded in {LIVE_STATUS.path(ctx.lake)}: live mode has "
-                  "not run on this lake")
-            return 0
+        lake = load_settings(args.settings, lake=args.lake).lake_root
+        if not lake.is_dir():
+            raise ProbcepError(f"{lake}: no such lake (--lake, or lake_root of the settings)")
+        rows = status(lake)
+        print(rows.to_pandas().to_string(index=False) if rows.num_rows else
+              f"no micro-batch recorded in {LIVE_STATUS.path(lake)}: live mode has not run "
+              "on this lake")
+        return 0
+    with _context(args, "live") as ctx:
         s = ctx.settings
         print(f"live: landing {s.landing_dir} -> lake {ctx.lake}, checkpoint "
               f"{s.checkpoint}" + (" (once)" if args.once else
