@@ -96,4 +96,4 @@ def test_nights_backfill_and_rerun(spark, tmp_path, capsys):
                  str(tmp_path / "x"), *opts]) == 2
     err = capsys.readouterr().err
     assert f"{path.name}, row group 0: stream " in err, err
-    assert f"probability of '{DOMAIN[0]}' is nan, not a number in [0, 1]" in err, err
+    assert f"probability of '{DOMAIN[0]}' is missing or not a number (nan)" in err, err

@@ -154,9 +154,10 @@ def test_a_file_without_a_symbol_of_the_domain_names_it_and_the_way_out(tmp_path
 
 
 @pytest.mark.parametrize("a, b, said", [
-    (float("nan"), 0.0, r"probability of 'a' is nan, not a number in \[0, 1\]"),
-    (1.7, -0.7, r"probability of 'a' is 1.7, not a number in \[0, 1\]"),
-    (0.5, -0.3, r"probability of 'b' is -0.3, not a number in \[0, 1\]"),
+    (float("nan"), 0.0, r"probability of 'a' is missing or not a number \(nan\)"),
+    (None, 0.0, r"probability of 'a' is missing or not a number \(nan\)"),
+    (1.7, -0.7, r"probability of 'a' is 1.7, outside \[0, 1\]"),
+    (0.5, -0.3, r"probability of 'b' is -0.3, outside \[0, 1\]"),
     (0.5, 0.4, r"probabilities sum to 0.9, not 1"),
 ])
 def test_a_row_that_is_not_a_distribution_names_its_file_stream_and_t(tmp_path, a, b, said):

@@ -30,13 +30,9 @@ from numba import njit
 
 from probcep.cli.lines import Arena
 from probcep.cli.output import group_lines, sorted_groups, write_text
-from probcep.cli.stream_files import (
-    KEY_COLUMNS,
-    SUM_TOLERANCE,
-    plain_parquet_domain,
-    where,
-)
+from probcep.cli.stream_files import KEY_COLUMNS, plain_parquet_domain, where
 from probcep.engine import Query, StreamMatcher
+from probcep.engine.distributions import SUM_TOLERANCE
 from probcep.engine.transducer import Transducer
 from probcep.errors import ProbcepError
 

@@ -20,13 +20,12 @@ from typing import NoReturn
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
+from probcep.engine.distributions import first_flaw
 from probcep.engine.naive import NaiveLimitError
 from probcep.engine.runs import RunLimitError
 from probcep.engine.transducer import TransducerLimitError
 from probcep.errors import InputError, first_line_not_utf8
-from probcep.lake.stream_ranges import SUM_TOLERANCE  # docs/semantics.md §1
 
 KEY_COLUMNS = ("stream_id", "t")
 
@@ -435,42 +434,12 @@ def _blocks(domain, names, codes, times, values, source, raw) -> list[StreamBloc
 
 
 def _check_probabilities(values, domain, source, names, codes, times, raw) -> None:
-    if _plausible(values, SUM_TOLERANCE):  # one compiled pass; NumPy finds what is wrong
-        return
-
-    def where(mask, what):
-        r, c = np.argwhere(mask)[0]
-        return f"{source}: stream {names[codes[r]]!r}, t={times[r]}: {what(r, c)}"
-
-    if np.isnan(values).any():
-        raise InputError(where(np.isnan(values),
-                               lambda r, c: f"probability of {domain[c]!r} is missing or "
-                                            f"not a number ({raw(r, c)!r})"))
-    outside = (values < 0) | (values > 1)
-    if outside.any():
-        raise InputError(where(outside, lambda r, c: f"probability of {domain[c]!r} is "
-                                                     f"{float(values[r, c])!r}, outside [0, 1]"))
-    sums = values.sum(axis=1)
-    off = np.abs(sums - 1.0) > SUM_TOLERANCE
-    if off.any():
-        raise InputError(where(off[:, None] & np.ones_like(values, bool),
-                               lambda r, c: f"probabilities sum to {float(sums[r])!r}, not 1"))
-
-
-@njit(cache=True, nogil=True)
-def _plausible(values, tolerance):
-    """True if every row is in [0, 1] and sums to 1 clearly within `tolerance`; rows
-    near the bound are left to the NumPy check, whose summation order decides."""
-    for r in range(values.shape[0]):
-        total = 0.0
-        for c in range(values.shape[1]):
-            v = values[r, c]
-            if not (0.0 <= v <= 1.0):  # also NaN
-                return False
-            total += v
-        if abs(total - 1.0) > 0.5 * tolerance:
-            return False
-    return True
+    flaw = first_flaw(values)
+    if flaw is not None:
+        r = flaw.row
+        shown = None if flaw.column is None else raw(r, flaw.column)
+        raise InputError(f"{source}: stream {names[codes[r]]!r}, t={times[r]}: "
+                         f"{flaw.says(domain, shown)}")
 
 
 #: Why a time read as a double is refused beyond 2^53 (where not every integer is one).

@@ -22,11 +22,8 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from probcep.engine.distributions import first_flaw
 from probcep.errors import InputError, damaged
-
-#: How far a row's probabilities may sum from 1 (docs/semantics.md §1; silver's suite
-#: allows the same).
-SUM_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -232,11 +229,13 @@ class Streams:
         def load(b):
             parquet, g, kept, path = sources[b]
             matrix = _matrix(parquet.read_row_group(g, columns=list(domain)), domain, kept)
-            if not _plausible(matrix):
+            flaw = first_flaw(matrix)
+            if flaw is not None:  # a `--source` file is not checked by silver's suite
                 rows = parquet.read_row_group(g, columns=["stream_id", "t"])
                 rows = rows if kept is None else rows.take(kept)
-                _refuse(matrix, domain, f"{path}, row group {g}",
-                        rows["stream_id"].to_numpy(zero_copy_only=False), rows["t"].to_numpy())
+                row = rows.slice(flaw.row, 1).to_pylist()[0]
+                raise InputError(f"{path}, row group {g}: stream {row['stream_id']!r}, "
+                                 f"t={row['t']}: {flaw.says(domain)}")
             return matrix
         return cls._cut(names, keys, load)
 
@@ -325,28 +324,6 @@ def _matrix(rows, domain: tuple[str, ...], kept: np.ndarray | None) -> np.ndarra
     if kept is not None:
         columns = [c[kept] for c in columns]
     return np.column_stack(columns)
-
-
-def _plausible(matrix: np.ndarray) -> bool:
-    """Whether every probability is in [0, 1] and every row sums to 1 (NaN fails)."""
-    inside = ((matrix >= 0) & (matrix <= 1)).all()
-    return bool(inside and (np.abs(matrix.sum(axis=1) - 1.0) <= SUM_TOLERANCE).all())
-
-
-def _refuse(matrix: np.ndarray, domain: tuple[str, ...], place: str, sid: np.ndarray,
-            t: np.ndarray):
-    """InputError naming the first row that is not a distribution: a `--source` file is
-    not checked by silver's suite, and a NaN or a 1.7 would reach the engine."""
-    bad_cell = ~((matrix >= 0) & (matrix <= 1))
-    sums = matrix.sum(axis=1)
-    bad_row = bad_cell.any(axis=1) | ~(np.abs(sums - 1.0) <= SUM_TOLERANCE)
-    r = int(np.flatnonzero(bad_row)[0])
-    where = f"{place}: stream {sid[r]!r}, t={int(t[r])}"
-    if bad_cell[r].any():
-        c = int(np.flatnonzero(bad_cell[r])[0])
-        raise InputError(f"{where}: probability of {domain[c]!r} is {float(matrix[r, c])!r}, "
-                         f"not a number in [0, 1]")
-    raise InputError(f"{where}: probabilities sum to {float(sums[r])!r}, not 1")
 
 
 def _pieces(codes: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
