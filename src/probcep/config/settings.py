@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from probcep.config.clock import Clock
+from probcep.config.readings import READING_COLUMNS
 from probcep.config.yaml_keys import UniqueKeyLoader
 from probcep.engine.pattern import SYMBOL_NAME
 from probcep.engine.state_cache import POLICIES as CACHE_POLICIES
@@ -35,7 +36,6 @@ WIDE_SUMS = ("refuse", "renormalize")
 #: Names a symbol cannot have: the columns of a reading in landing files, and those
 #: beside the symbol columns in silver (probcep.lake.tables.SILVER_KEYS). Spark compares
 #: column names without regard to case, so no two of them may differ only in case.
-READING_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
 RESERVED_NAMES = (*READING_COLUMNS, "t", "date")
 #: The most symbols a domain may hold: the widest tested, a night of one wide reading
 #: over 600 in 2 minutes (2026-11-27, local[2]); at 1,000 Spark's executor ran out of

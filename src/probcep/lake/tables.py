@@ -29,6 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from probcep.config.readings import READING_COLUMNS
 from probcep.errors import (
     DamagedTableError,
     ProbcepError,
@@ -382,9 +383,6 @@ def sql_in(column: str, values) -> str:
 
 # --- bronze and silver ----------------------------------------------------------------
 
-#: The raw columns of a reading, as text, in the long layout.
-RAW_COLUMNS = ("stream_id", "sensor_id", "ts", "symbol", "score")
-
 BRONZE = Table("bronze/readings", "batch_date", pa.schema([
     ("stream_id", pa.string()), ("sensor_id", pa.string()), ("ts", UTC_MICROS),
     ("symbol", pa.string()), ("score", pa.float64()), ("batch_date", pa.date32()),
@@ -394,7 +392,7 @@ BRONZE = Table("bronze/readings", "batch_date", pa.schema([
 #: and null in older rows) keeps what the text columns cannot show: a malformed line's
 #: text, a wide row's or unknown columns' fields as JSON, an unreadable file's error.
 QUARANTINE = Table("bronze/quarantine", "batch_date", pa.schema([
-    *((c, pa.string()) for c in RAW_COLUMNS), ("reason", pa.string()),
+    *((c, pa.string()) for c in READING_COLUMNS), ("reason", pa.string()),
     ("source_file", pa.string()), ("batch_date", pa.date32()), ("ingest_time", UTC_MICROS),
     ("raw", pa.string()),
 ]))

@@ -30,17 +30,17 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probcep.config.readings import READING_COLUMNS
 from probcep.config.settings import Settings
 from probcep.errors import ProbcepError, first_few, warn
 from probcep.lake.delta import commit_staged, staged_counts, staged_days, staged_frame
 from probcep.lake.locks import slice_lock
 from probcep.lake.spark import column_sum
-from probcep.lake.tables import BRONZE, INGEST_LOG, QUARANTINE, RAW_COLUMNS
+from probcep.lake.tables import BRONZE, INGEST_LOG, QUARANTINE
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.landing import (
     FORMATS,
     KEYS,
-    LONG,
     Opened,
     Unreadable,
     cell,
@@ -377,7 +377,7 @@ def quarantine_rows(bad, domain):
 
     wide_cells = F.create_map(*[x for s in domain for x in (F.lit(s), F.col(cell(s)))])
     shown = F.when(F.col("layout") == "wide",
-                   F.map_concat(fields(KEYS), wide_cells)).otherwise(fields(LONG))
+                   F.map_concat(fields(KEYS), wide_cells)).otherwise(fields(READING_COLUMNS))
     every = F.map_filter(F.map_concat(shown, F.coalesce(
         "extra", F.create_map().cast("map<string,string>"))), lambda k, v: v.isNotNull())
     raw = F.coalesce("raw", F.when((F.col("layout") == "wide") | F.col("extra").isNotNull(),
@@ -386,7 +386,7 @@ def quarantine_rows(bad, domain):
     bad = bad.withColumns({c: F.coalesce(c, F.col(f"{c}_typed").cast("string"))
                            for c in ("ts", "score")})
     # bytes that are not UTF-8 (a Parquet file's) as U+FFFD: a table holds text
-    return bad.select(*[F.make_valid_utf8(c).alias(c) for c in RAW_COLUMNS], "reason",
+    return bad.select(*[F.make_valid_utf8(c).alias(c) for c in READING_COLUMNS], "reason",
                       "source_file", "batch_date", F.make_valid_utf8(raw).alias("raw"))
 
 
@@ -398,7 +398,7 @@ def _unreadable_rows(spark, unreadable: dict, day_of: dict):
             for p, u in unreadable.items()]
     frame = spark.createDataFrame(
         rows, "reason string, source_file string, batch_date date, raw string")
-    return frame.select(*[F.lit(None).cast("string").alias(c) for c in RAW_COLUMNS],
+    return frame.select(*[F.lit(None).cast("string").alias(c) for c in READING_COLUMNS],
                         "reason", "source_file", "batch_date", "raw")
 
 
@@ -506,7 +506,7 @@ class CheckedBatch:
         refused = self.refused is not None and any(
             per_file.get(f, (0, 0))[1] != n for f, n in self.counts.items())
         bad = self.refused.unionByName(self.unread) if refused else self.unread
-        return (bad.select(*RAW_COLUMNS, "reason", "source_file", "batch_date",
+        return (bad.select(*READING_COLUMNS, "reason", "source_file", "batch_date",
                            F.current_timestamp().alias("ingest_time"), "raw"),
                 refused or bool(self.unreadable))
 

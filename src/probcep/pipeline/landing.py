@@ -38,14 +38,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from probcep.config.readings import READING_COLUMNS
 from probcep.errors import first_line
 from probcep.lake.spark import literal
 
 FORMATS = {".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json",
            ".parquet": "parquet"}
 COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open}
-#: Columns of the long layout (a reading per row) and those every layout may have.
-LONG = ("stream_id", "sensor_id", "ts", "symbol", "score")
+#: Columns every layout may have (the long layout's are READING_COLUMNS).
 KEYS = ("stream_id", "sensor_id", "ts")
 CORRUPT = "_corrupt_record"
 #: What Java's UTF-8 decoder (the CSV reader) puts where bytes are not UTF-8; Spark's
@@ -262,7 +262,7 @@ def _header_problem(names: list[str]) -> tuple[str, str] | None:
     if any("\x00" in n for n in names):
         return ("not UTF-8 text",
                 "NUL characters in the header: UTF-16 text without a byte order mark?")
-    if len(names) == 1 and names[0] not in LONG:
+    if len(names) == 1 and names[0] not in READING_COLUMNS:
         sep = next((s for s in ";\t|" if s in names[0]), None)
         if sep:
             return ("header is not comma-separated",
@@ -277,7 +277,7 @@ def _header_problem(names: list[str]) -> tuple[str, str] | None:
             other = names[j]
             return ("header names a column twice", f"{other!r} and {name!r}" + (
                 ": Spark's column names are not case-sensitive" if other != name else ""))
-    cased = [n for n in names if n not in LONG and n.lower() in LONG
+    cased = [n for n in names if n not in READING_COLUMNS and n.lower() in READING_COLUMNS
              and n.lower() not in names]
     if cased:
         return ("header names a column in another case",
@@ -334,7 +334,7 @@ def _layout(columns) -> str:
 
 
 def _known(layout: str, domain) -> set[str]:
-    return set(LONG) if layout == "long" else {*KEYS, *domain}
+    return set(READING_COLUMNS) if layout == "long" else {*KEYS, *domain}
 
 
 def _records(frame, source, layout, domain, value, present, extra, malformed, raw,
@@ -352,7 +352,8 @@ def _records(frame, source, layout, domain, value, present, extra, malformed, ra
 
     return frame.select(
         source.alias("source_file"), layout.alias("layout"),
-        *[(F.lit(None).cast("string") if c in typed else value(c)).alias(c) for c in LONG],
+        *[(F.lit(None).cast("string") if c in typed else value(c)).alias(c)
+          for c in READING_COLUMNS],
         *[F.when(layout == "wide", wide_cell(s)).alias(cell(s)) for s in domain],
         extra.alias("extra"), malformed.alias("malformed"), raw.alias("raw"),
         bad_text.alias("bad_text"),
@@ -442,7 +443,8 @@ def _json(spark, path: Path, domain):
     m = F.col("m")
     layout = F.when(F.map_contains_key(m, "symbol") | F.map_contains_key(m, "score"),
                     "long").otherwise("wide")
-    known_long, known_wide = F.array(*map(F.lit, LONG)), F.array(*map(F.lit, [*KEYS, *domain]))
+    known_long = F.array(*map(F.lit, READING_COLUMNS))
+    known_wide = F.array(*map(F.lit, [*KEYS, *domain]))
     extra = F.map_filter(m, lambda k, v: v.isNotNull() & ~F.array_contains(
         F.when(layout == "long", known_long).otherwise(known_wide), k))
     twice = F.size(F.map_keys(m)) != F.size(F.array_distinct(F.map_keys(m)))
