@@ -170,3 +170,20 @@ def test_days_one_at_a_time_equal_one_pass_on_spark(spark, tmp_path):
         if not final:
             assert states.num_rows == len(PATTERNS) * silver.stream_id.nunique()
     assert sorted(got, key=lambda r: (r[0], r[1], r[2], r[3] or 0)) == expected
+
+
+def test_a_query_that_outgrows_its_runs_names_the_pattern_and_the_stream(monkeypatch):
+    """A night's line named neither: `2,391,484 partial matches alive at t=-4908 ...`
+    (QA, 2026-11-28); and with a window set it asks for a shorter one."""
+    from probcep.engine import runs
+    from probcep.engine.runs import RunLimitError
+
+    monkeypatch.setattr(runs, "MAX_RUNS", 1 << 6)
+    many = [parse_entry("many", {"pattern": "Door .* Door", "policy": "single",
+                                 "threshold": 1e-300, "window": 400}, DOMAIN)]
+    silver = _silver(n_streams=1, length=300)
+    states = SAVED_STATES.empty_table()
+    with pytest.raises(RunLimitError, match=r"^pattern 'many', stream 's0': [\d,]+ partial "
+                       r"matches alive at t=\d+.*use a shorter window or a larger θ$"):
+        group_streams(Streams.of(pa.Table.from_pandas(silver, preserve_index=False), DOMAIN),
+                      states, many, final=True)

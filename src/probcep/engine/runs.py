@@ -212,7 +212,8 @@ class RunTracker:
                         f"{self.n:,} partial matches alive at t={t0 + row}, more each row: "
                         f"with θ = {self.theta:g}" + (f" and a window of {self.window}"
                                                        if self.window else " and no window") +
-                        " they multiply faster than they end; use a window or a larger θ")
+                        " they multiply faster than they end; use a "
+                        + ("shorter " if self.window else "") + "window or a larger θ")
                 self._grow(2 * need)
             if n_ev + need > len(ev[0]) and row > 0 and n_ev + need > MAX_EVENTS:
                 self._ev = ev

@@ -26,6 +26,7 @@ from probcep.config.registry import RegisteredPattern
 from probcep.engine import StreamMatcher
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
+from probcep.engine.runs import RunLimitError
 from probcep.errors import InputError
 from probcep.lake.stream_ranges import StreamRange, Streams, located, plan_ranges
 
@@ -82,7 +83,7 @@ def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredP
             blob = saved.get((sid, entry.name, entry.version))
             matcher = (StreamMatcher(entry.query, shared[j]) if blob is None
                        else StreamMatcher.from_bytes(entry.query, blob, shared[j]))
-            parts = _advance(matcher, runs, silence, until, sid)
+            parts = _advance(matcher, runs, silence, until, sid, entry.name)
             if final:
                 parts.append(matcher.finish_columns())
             elif matcher.next_t is not None and (keep_quiet or not (
@@ -94,9 +95,11 @@ def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredP
                              _state_rows(kept, ids, patterns)])
 
 
-def _advance(matcher: StreamMatcher, runs, silence, until, sid: str) -> list[GroupColumns]:
+def _advance(matcher: StreamMatcher, runs, silence, until, sid: str,
+             pattern: str) -> list[GroupColumns]:
     """One stream's runs through one matcher, with the silences between them and after
-    the last up to `until`; the groups that became final."""
+    the last up to `until`; the groups that became final. An error names the stream (and
+    a query outgrowing its runs the pattern: the registry entry to change)."""
     parts = []
     try:
         for t, probs in runs:
@@ -110,6 +113,8 @@ def _advance(matcher: StreamMatcher, runs, silence, until, sid: str) -> list[Gro
                                               silence))
     except InputError as exc:
         raise InputError(f"stream {sid!r}: {exc}") from exc
+    except RunLimitError as exc:
+        raise RunLimitError(f"pattern {pattern!r}, stream {sid!r}: {exc}") from exc
     return parts
 
 

@@ -469,7 +469,8 @@ class LiveQuery:
                     key = (p.name, p.version, sid)
                     matcher = states.matcher(key)
                     # only parts with groups: an empty one per stream would hold ~1 KiB
-                    parts = [g for g in _advance(matcher, runs, silence, until, sid) if len(g)]
+                    parts = [g for g in _advance(matcher, runs, silence, until, sid, p.name)
+                             if len(g)]
                     found += parts
                     owner += [(i, j, len(part)) for part in parts]
                     if matcher.next_t is None:
