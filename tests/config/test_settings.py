@@ -290,3 +290,12 @@ def test_a_lake_in_the_landing_folder_is_refused(tmp_path, lake):
                                             ".*landing: put it beside it"):
         load_settings(path, env={})
     assert load_settings(path, env={}, lake=tmp_path / "lake").lake_root == tmp_path / "lake"
+
+
+def test_a_required_setting_left_out_names_the_file(tmp_path):
+    """`setting 'lake_root' (missing): is required` said not where (QA, 2026-11-28)."""
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    with pytest.raises(SettingsError) as refused:
+        load_settings(path, env={})
+    assert str(refused.value) == f"setting 'lake_root' (missing from {path}): is required"

@@ -222,7 +222,7 @@ def load_settings(path: str | Path | None = None, env=None,
         values["lake_root"], origin["lake_root"] = str(Path(lake).absolute()), "--lake"
     packaged = path.resolve() == PACKAGED.resolve()
     return _checked(values, origin, base=path.parent,
-                    lake_base=Path.cwd() if packaged else path.parent)
+                    lake_base=Path.cwd() if packaged else path.parent, source=path)
 
 
 def _warn_stray(env, keys: list[str]) -> None:
@@ -277,11 +277,12 @@ CHECKS = {
 DEFAULTS = {f.name: f.default for f in fields(Settings) if f.default is not MISSING}
 
 
-def _checked(v: dict, origin: dict, base: Path, lake_base: Path) -> Settings:
+def _checked(v: dict, origin: dict, base: Path, lake_base: Path, source: Path) -> Settings:
     required = ("lake_root", "landing_dir", "timestep_seconds", "epoch", "domain")
 
     def fail(name, message):  # a setting no file set is missing, or its default
-        where = origin.get(name) or ("missing" if name in required else "default")
+        where = origin.get(name) or (f"missing from {source}" if name in required
+                                     else "default")
         raise SettingsError(f"setting {name!r} ({where}): {message}")
 
     for name in required:
