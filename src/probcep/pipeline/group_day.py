@@ -87,14 +87,8 @@ def group_day(ctx: RunContext, day: dt.date) -> GroupDayReport:
 def grouped_after(ctx: RunContext, day: dt.date) -> tuple[dt.date, ...]:
     """Days after `day` on which the run's exact pattern versions were already grouped:
     each resumed from states saved before `day` was, so they lack its readings."""
-    versions = {(p.name, p.version) for p in ctx.exact}
-    later = set()
-    for part in STATES.scan(ctx.lake, [("batch_date", ">", day)],
-                            pc.field("stream_id") == PROCESSED,
-                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
-        later.update(d for p, v, d in zip(*(part.column(c).to_pylist() for c in (
-            "pattern", "pattern_version", "batch_date"))) if (p, v) in versions)
-    return tuple(sorted(later))
+    later = processed_days(ctx.lake, ctx.exact, [("batch_date", ">", day)])
+    return tuple(sorted(set().union(*later.values())))
 
 
 def refuse_ungrouped(ctx: RunContext, day: dt.date, nothing: str,
@@ -103,13 +97,9 @@ def refuse_ungrouped(ctx: RunContext, day: dt.date, nothing: str,
     grouped on `day` (no "day processed" row): the day holds no groups of theirs, not even
     none, and a step that read them would look done having done `nothing` (its
     message: "nothing to publish")."""
-    done = set()
-    for part in STATES.scan(ctx.lake, [("batch_date", "=", day)],
-                            pc.field("stream_id") == PROCESSED,
-                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
-        done.update(zip(*(part.column(c).to_pylist() for c in ("pattern", "pattern_version"))))
-    missing = [p for p in (ctx.exact if patterns is None else patterns)
-               if (p.name, p.version) not in done]
+    wanted = ctx.exact if patterns is None else patterns
+    done = processed_days(ctx.lake, wanted, [("batch_date", "=", day)])
+    missing = [p for p in wanted if (p.name, p.version) not in done]
     if missing:
         names = ", ".join(f"{p.name} (version {p.version})" for p in missing)
         raise ProbcepError(f"{day}: not grouped for {names}: {nothing}; run "
@@ -120,6 +110,25 @@ def refuse_ungrouped(ctx: RunContext, day: dt.date, nothing: str,
 #: stream saves no state, so a day on which every stream was quiet is known by this row
 #: alone (ingest refuses blank stream ids, so no stream has it).
 PROCESSED = ""
+
+
+def processed_days(lake, patterns: list[RegisteredPattern], filters=None
+                   ) -> dict[tuple[str, str], set[dt.date]]:
+    """Per (name, version) of these patterns, the days whose "day processed" row
+    `state/engine` holds: the one record by which nights, reruns and live mode agree on
+    which days are done. `filters` (on `batch_date`) prune the table's files by their
+    statistics, not rows: the table is not partitioned, so a file live mode wrote for
+    several days may bring days outside them."""
+    wanted = {(p.name, p.version) for p in patterns}
+    days: dict[tuple[str, str], set[dt.date]] = {}
+    for part in STATES.scan(lake, filters, pc.field("stream_id") == PROCESSED,
+                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
+        for name, version, day in zip(*(part.column(c).to_pylist()
+                                        for c in ("pattern", "pattern_version",
+                                                  "batch_date"))):
+            if (name, version) in wanted:
+                days.setdefault((name, version), set()).add(day)
+    return days
 
 
 def previous_states(ctx: RunContext, day: dt.date) -> pa.Table:
@@ -139,15 +148,10 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
     `SilverSource`) that it never grouped starts empty, with a warning, as a new version
     does: resumed, it would take those days for silence (a registry change undone after
     a night: the night's readings were not the old version's)."""
-    before = [("batch_date", "<", day)]
     unready: dict[dt.date, list[tuple[dt.date, str]]] = {}  # by last day grouped
-    last: dict[tuple[str, str], dt.date] = {}
-    for part in STATES.scan(lake, before, pc.field("stream_id") == PROCESSED,
-                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
-        for p, v, d in zip(*(part.column(c).to_pylist()
-                             for c in ("pattern", "pattern_version", "batch_date"))):
-            if d < day:
-                last[(p, v)] = max(d, last.get((p, v), d))
+    last = {key: max(d for d in days if d < day) for key, days
+            in processed_days(lake, patterns, [("batch_date", "<", day)]).items()
+            if min(days) < day}  # the filter prunes files only (`processed_days`)
     for p in patterns:
         when = last.get((p.name, p.version))
         missed = []

@@ -80,7 +80,6 @@ from probcep.lake.tables import (
     NORMALIZE_LOG,
     QUARANTINE,
     SILVER,
-    STATES,
     UTC_MICROS,
     commit_once,
     committed,
@@ -88,7 +87,7 @@ from probcep.lake.tables import (
 )
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_by_stream
-from probcep.pipeline.group_day import PROCESSED, saved_states, split_output
+from probcep.pipeline.group_day import processed_days, saved_states, split_output
 from probcep.pipeline.group_tasks import _advance, _group_rows, _state_rows
 from probcep.pipeline.ingest import (
     bronze_locks,
@@ -672,7 +671,7 @@ def _folder_day(path: Path) -> dt.date | None:
 def last_processed(lake, patterns) -> dt.date | None:
     """The latest day whose "day processed" rows `state/engine` holds for one of these
     pattern versions (a night's, or a day live mode ended)."""
-    return max(processed_days(lake, patterns), default=None)
+    return max(set().union(*processed_days(lake, patterns).values()), default=None)
 
 
 def _discard(rows: pa.Table) -> None:
@@ -690,26 +689,10 @@ def taken_days(lake, patterns, first: dt.date, last: dt.date) -> dict[dt.date, s
     logged = NORMALIZE_LOG.read(lake, [("date", ">=", first), ("date", "<=", last)],
                                 columns=["date"])
     taken = dict.fromkeys(logged["date"].to_pylist(), NOT_GROUPED)
-    return taken | dict.fromkeys(processed_days(lake, patterns, first, last),
+    processed = processed_days(lake, patterns, [("batch_date", ">=", first.isoformat()),
+                                                ("batch_date", "<=", last.isoformat())])
+    return taken | dict.fromkeys(set().union(*processed.values()),
                                  "processed by a night or rerun meanwhile")
-
-
-def processed_days(lake, patterns, first: dt.date | None = None,
-                   last: dt.date | None = None) -> set[dt.date]:
-    """The days (from `first` to `last`, when given) whose "day processed" rows
-    `state/engine` holds for one of these pattern versions."""
-    wanted = {(p.name, p.version) for p in patterns}
-    filters = None if first is None else [("batch_date", ">=", first.isoformat()),
-                                          ("batch_date", "<=", last.isoformat())]
-    days = set()
-    for part in STATES.scan(lake, filters, pc.field("stream_id") == PROCESSED,
-                            ["pattern", "pattern_version", "stream_id", "batch_date"]):
-        for name, version, day in zip(*(part.column(c).to_pylist()
-                                        for c in ("pattern", "pattern_version",
-                                                  "batch_date"))):
-            if (name, version) in wanted:
-                days.add(day)
-    return days
 
 
 def _utc(when: dt.datetime) -> dt.datetime:
