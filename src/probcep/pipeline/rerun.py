@@ -50,9 +50,11 @@ class RerunDay:
     alerts: AlertChanges
 
 
-def processed_days(ctx: RunContext, since: dt.date) -> list[dt.date]:
-    """Days >= since on which some of the run's exact patterns ran (their states, or
-    their "day processed" rows)."""
+def days_with_states(ctx: RunContext, since: dt.date) -> list[dt.date]:
+    """Days >= since holding state rows (states, or "day processed" rows) of the run's
+    exact patterns by name, of any version: a new version rerun from its first day has
+    none of its own and must walk the days the old one grouped (docs/pipeline.md,
+    "Versions"), so this is not `group_day.processed_days`, which counts versions."""
     rows = STATES.read(ctx.lake, filters=[("batch_date", ">=", since),
                                           ("pattern", "in", [p.name for p in ctx.exact])])
     return sorted(set(rows["batch_date"].to_pylist()))
@@ -144,7 +146,7 @@ def _rerun(ctx: RunContext, fixed: list[dt.date], last: dt.date,
     first = fixed[0]
     done = []
     if ctx.exact:
-        days = sorted(set(processed_days(ctx, first)) | set(fixed))
+        days = sorted(set(days_with_states(ctx, first)) | set(fixed))
         states = previous_states(ctx, first)
         names = [p.name for p in ctx.exact]
         for day in days:
