@@ -56,7 +56,8 @@ def days_with_states(ctx: RunContext, since: dt.date) -> list[dt.date]:
     none of its own and must walk the days the old one grouped (docs/pipeline.md,
     "Versions"), so this is not `group_day.processed_days`, which counts versions."""
     rows = STATES.read(ctx.lake, filters=[("batch_date", ">=", since),
-                                          ("pattern", "in", [p.name for p in ctx.exact])])
+                                          ("pattern", "in", [p.name for p in ctx.exact])],
+                       columns=["batch_date"])
     return sorted(set(rows["batch_date"].to_pylist()))
 
 
