@@ -56,7 +56,7 @@ def test_groups_failing_the_gold_suite_are_never_committed(spark, tmp_path, monk
     """A night's groups that fail the suite leave the day's gold and states as they were
     (alerting reads gold: checking after the commit would have published them)."""
     from probcep.lake.expectations import ExpectationError
-    from probcep.pipeline import validate_gold
+    from probcep.pipeline import group_day
 
     silver = make_silver(days=1)
     night(tmp_path, silver, 0, run="good")
@@ -66,7 +66,7 @@ def test_groups_failing_the_gold_suite_are_never_committed(spark, tmp_path, monk
     def refuse(frame, *args, **kwargs):
         assert len(frame) == stored.num_rows  # the groups about to be committed
         raise ExpectationError("gold suite failed (for the test)")
-    monkeypatch.setattr(validate_gold, "check_groups", refuse)
+    monkeypatch.setattr(group_day, "validate", refuse)
     with pytest.raises(ExpectationError):
         group_exact(context(tmp_path, daily(silver, tmp_path / "in"), "bad"), DAY0)
     assert {t.name: t.version(tmp_path) for t in (GROUPS, STATES)} == before

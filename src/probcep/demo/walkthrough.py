@@ -21,11 +21,10 @@ def run_demo(ctx):
 
     Returns the room-visit scorecard (None when the run has no `room_visit`)."""
     from probcep.errors import ProbcepError
-    from probcep.lake.expectations import days_name
+    from probcep.lake.expectations import GOLD_SUITE, days_name, validate
     from probcep.lake.tables import ALERTS, CATALOG, GROUPS
     from probcep.pipeline.evaluate import evaluate, read_episodes
     from probcep.pipeline.run import run_days
-    from probcep.pipeline.validate_gold import check_groups
 
     days = sorted(dt.date.fromisoformat(p.name) for p in ctx.settings.landing_dir.iterdir()
                   if p.is_dir())
@@ -37,7 +36,7 @@ def run_demo(ctx):
     run_days(ctx, days[0], days[-1])
     groups = GROUPS.read(lake).to_pandas()
     # named like the pipeline's pages: the days and the run
-    check_groups(groups, docs_dir=ctx.docs_dir, day=days_name(days), run_id=ctx.run_id)
+    validate(groups, GOLD_SUITE, docs_dir=ctx.docs_dir, day=days_name(days), run_id=ctx.run_id)
     alerts = ALERTS.read(lake).to_pandas()
     echo("")
     for entry in ctx.exact:

@@ -23,6 +23,7 @@ from probcep.config.clock import Clock
 from probcep.config.registry import RegisteredPattern
 from probcep.errors import InputError, ProbcepError, warn
 from probcep.lake.delta import staging_folder
+from probcep.lake.expectations import GOLD_SUITE, validate
 from probcep.lake.tables import GROUPS, STATES
 from probcep.pipeline.context import RunContext, pattern_versions
 from probcep.pipeline.group_tasks import run_grouping
@@ -195,8 +196,6 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
     the gold suite before anything is committed: groups that fail are never published,
     and the day's earlier groups and states stay as they were.
     """
-    from probcep.pipeline.validate_gold import check_groups
-
     patterns = ctx.exact
     names = [p.name for p in patterns]
     prev = previous_states(ctx, day) if states is None else states
@@ -212,7 +211,7 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
                                silence=None if silence is None else np.array(silence),
                                until=ctx.clock.day_range(day)[1])
         groups, new_states = split_output(out, day, ctx.run_id, ctx.clock, patterns)
-        check_groups(groups.to_pandas())
+        validate(groups.to_pandas(), GOLD_SUITE)
         meta = ctx.commit_meta(batch_date=day.isoformat(),
                                pattern_versions=pattern_versions(patterns), **read)
         wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)

@@ -8,16 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from probcep.lake.expectations import GOLD_SUITE, validate
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.group_day import day_groups, refuse_ungrouped
-
-
-def check_groups(frame, docs_dir=None, *, day: str | None = None, run_id: str | None = None):
-    """Validate gold.groups rows (pandas); raises ExpectationError listing each failed
-    expectation with a few offending values."""
-    from probcep.lake.expectations import GOLD_SUITE, validate
-
-    return validate(frame, GOLD_SUITE, docs_dir=docs_dir, day=day, run_id=run_id)
 
 
 def validate_gold(ctx: RunContext, day: dt.date) -> int:
@@ -26,5 +19,5 @@ def validate_gold(ctx: RunContext, day: dt.date) -> int:
     # no rows would pass as a day of no groups, and the step look done
     refuse_ungrouped(ctx, day, "nothing to validate")
     rows = day_groups(ctx, day).to_pandas()
-    check_groups(rows, docs_dir=ctx.docs_dir, day=day.isoformat(), run_id=ctx.run_id)
+    validate(rows, GOLD_SUITE, docs_dir=ctx.docs_dir, day=day.isoformat(), run_id=ctx.run_id)
     return len(rows)
