@@ -186,3 +186,29 @@ def test_scan_selects_columns_and_rows_as_a_read_does(tmp_path):
     whole = STATES.read(lake).filter(where).select(["stream_id", "next_t"])
     assert got.num_rows > 0
     assert ordered(got) == ordered(whole)
+
+
+def test_processed_days_filters_rows_of_a_file_that_holds_several_days(tmp_path):
+    """state/engine is not partitioned: a file live mode writes for a micro-batch that
+    ended several days holds them all, and a filter on batch_date pruned only files, so
+    `processed_days(.., [("batch_date", "=", D)])` gave D's neighbours too (QA,
+    2026-11-28)."""
+    from deltalake import write_deltalake
+
+    from probcep.pipeline.group_day import processed_days
+
+    days = [DAY0 + dt.timedelta(days=k) for k in range(3)]
+    n = len(days)
+    rows = pa.table({"pattern": ["visit"] * n, "pattern_version": ["v1"] * n,
+                     "stream_id": [PROCESSED] * n, "batch_date": pa.array(days, pa.date32()),
+                     "next_t": pa.nulls(n, pa.int64()), "state": pa.nulls(n, pa.binary()),
+                     "run_id": ["live-0"] * n}).cast(STATES.schema)
+    write_deltalake(str(STATES.path(tmp_path)), rows)
+    visit = [SimpleNamespace(name="visit", version="v1")]
+    key = ("visit", "v1")
+    assert processed_days(tmp_path, visit) == {key: set(days)}
+    assert processed_days(tmp_path, visit, [("batch_date", "=", days[1])]) == {key: {days[1]}}
+    assert processed_days(tmp_path, visit, [("batch_date", ">", days[0])]) == {
+        key: set(days[1:])}
+    assert processed_days(tmp_path, visit, [("batch_date", ">=", days[0]),
+                                            ("batch_date", "<=", days[0])]) == {key: {days[0]}}

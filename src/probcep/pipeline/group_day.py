@@ -118,11 +118,16 @@ def processed_days(lake, patterns: list[RegisteredPattern], filters=None
     """Per (name, version) of these patterns, the days whose "day processed" row
     `state/engine` holds: the one record by which nights, reruns and live mode agree on
     which days are done. `filters` (on `batch_date`) prune the table's files by their
-    statistics, not rows: the table is not partitioned, so a file live mode wrote for
-    several days may bring days outside them."""
+    statistics and then its rows: the table is not partitioned, so a file live mode wrote
+    for several days holds days outside them (QA, 2026-11-28)."""
+    import pyarrow.parquet as pq
+
     wanted = {(p.name, p.version) for p in patterns}
     days: dict[tuple[str, str], set[dt.date]] = {}
-    for part in STATES.scan(lake, filters, pc.field("stream_id") == PROCESSED,
+    where = pc.field("stream_id") == PROCESSED
+    if filters:
+        where = where & pq.filters_to_expression(filters)
+    for part in STATES.scan(lake, filters, where,
                             ["pattern", "pattern_version", "stream_id", "batch_date"]):
         for name, version, day in zip(*(part.column(c).to_pylist()
                                         for c in ("pattern", "pattern_version",

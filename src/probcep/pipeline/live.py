@@ -689,8 +689,8 @@ def taken_days(lake, patterns, first: dt.date, last: dt.date) -> dict[dt.date, s
     logged = NORMALIZE_LOG.read(lake, [("date", ">=", first), ("date", "<=", last)],
                                 columns=["date"])
     taken = dict.fromkeys(logged["date"].to_pylist(), NOT_GROUPED)
-    processed = processed_days(lake, patterns, [("batch_date", ">=", first.isoformat()),
-                                                ("batch_date", "<=", last.isoformat())])
+    processed = processed_days(lake, patterns, [("batch_date", ">=", first),
+                                                ("batch_date", "<=", last)])
     return taken | dict.fromkeys(set().union(*processed.values()),
                                  "processed by a night or rerun meanwhile")
 
