@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import warnings
 
@@ -346,3 +347,76 @@ def test_a_first_night_without_groups_makes_empty_gold_tables(spark, tmp_path):
     versions = [t.version(tmp_path) for t in (GROUPS, ALERTS, STATES)]
     night(tmp_path, silver, 0, run="again")  # nothing new: no commit
     assert [t.version(tmp_path) for t in (GROUPS, ALERTS, STATES)] == versions
+
+
+def test_a_night_whose_earlier_day_a_rerun_replaces_meanwhile_groups_again(
+        spark, tmp_path, monkeypatch):
+    """A night of day 1 read day 0's states, then a rerun of day 0 replaced them before
+    the night committed: the night's groups and states followed from states no longer in
+    the lake, and the rerun, which listed its days before the night's commit, never
+    walked day 1 (QA, 2026-11-28)."""
+    from probcep.pipeline import group_day
+
+    silver = make_silver(days=2, seed=3)
+    fixed = silver.copy()
+    late = (fixed.t >= STEPS_PER_DAY - 6) & (fixed.t < STEPS_PER_DAY) & (fixed.stream_id == "s0")
+    fixed.loc[late, list(DOMAIN)] = [0.0, 1.0, 0.0]  # s0 at the door at midnight: runs open
+    for k in range(2):  # the lake as a rerun alone leaves it, and one stale night
+        night(tmp_path / "fresh", fixed, k)
+        night(tmp_path / "stale", silver, k)
+    day1 = DAY0 + dt.timedelta(1)
+
+    def rows_of(lake):
+        frame = group_rows(lake)
+        return frame[frame.t_end >= STEPS_PER_DAY].reset_index(drop=True)
+
+    assert not rows_of(tmp_path / "fresh").equals(rows_of(tmp_path / "stale"))
+
+    lake = tmp_path / "raced"
+    night(lake, silver, 0)
+    real, calls = group_day.run_grouping, []
+
+    def rerun_meanwhile(*args, **kwargs):  # the rerun of day 0 lands while day 1 groups
+        calls.append(1)
+        if len(calls) == 1:
+            rerun_days(context(lake, daily(fixed, lake / "fixed"), "rerun"), DAY0, DAY0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(group_day, "run_grouping", rerun_meanwhile)
+    said = []
+    ctx = dataclasses.replace(context(lake, daily(silver, lake / "silver-input"), "night-1"),
+                              echo=said.append)
+    group_exact(ctx, day1)
+    assert len(calls) == 3  # the night's first pass, the rerun's day 0, the night again
+    assert said == [f"{day1}: the states it resumed from were replaced while it ran (a "
+                    "rerun of an earlier day): grouping it again from the new ones"]
+    pd.testing.assert_frame_equal(rows_of(lake), rows_of(tmp_path / "fresh"))
+
+
+def test_a_rerun_walks_a_day_a_night_grouped_from_the_states_it_replaced(
+        spark, tmp_path, monkeypatch):
+    """The other order of the same race: the night of day 1 commits from day 0's old
+    states while the rerun of day 0 runs, after the rerun listed its days; the rerun then
+    finds day 1 processed and regroups it (QA, 2026-11-28)."""
+    from probcep.pipeline import group_day
+
+    silver = make_silver(days=2, seed=3)
+    fixed = silver.copy()
+    late = (fixed.t >= STEPS_PER_DAY - 6) & (fixed.t < STEPS_PER_DAY) & (fixed.stream_id == "s0")
+    fixed.loc[late, list(DOMAIN)] = [0.0, 1.0, 0.0]
+    for k in range(2):
+        night(tmp_path / "fresh", fixed, k)
+    lake = tmp_path / "raced"
+    night(lake, silver, 0)
+    real, calls = group_day.run_grouping, []
+
+    def night_meanwhile(*args, **kwargs):  # the night of day 1 lands while day 0 reruns
+        calls.append(1)
+        if len(calls) == 1:
+            night(lake, silver, 1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(group_day, "run_grouping", night_meanwhile)
+    done = rerun_days(context(lake, daily(fixed, lake / "fixed"), "rerun"), DAY0, DAY0)
+    assert [d.day for d in done] == [DAY0, DAY0 + dt.timedelta(1)]
+    pd.testing.assert_frame_equal(group_rows(lake), group_rows(tmp_path / "fresh"))

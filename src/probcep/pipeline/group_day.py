@@ -200,31 +200,69 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
     overrides the saved states to resume from (reruns pass their own). The groups pass
     the gold suite before anything is committed: groups that fail are never published,
     and the day's earlier groups and states stay as they were.
+
+    A night resumes from an earlier day's states, which a rerun of that day may replace
+    while the night runs (docs/pipeline.md §11: steps of different days run at once).
+    So once its commits are in, the night looks again at the day it resumed from and,
+    if a rerun replaced it meanwhile, groups its day again from the new states. A rerun
+    that replaced them after that look finds the night's day processed and regroups it
+    itself (`rerun._rerun` lists the days after each one it walks).
     """
     patterns = ctx.exact
     names = [p.name for p in patterns]
-    prev = previous_states(ctx, day) if states is None else states
     read = {"silver_version": v} if (v := ctx.source.version()) is not None else {}
     # one run at a time per day and pattern, from staging through both commits
     with GROUPS.lock(ctx.lake, day, pattern=names), STATES.lock(ctx.lake, day, pattern=names):
-        with staging_folder(GROUPS.path(ctx.lake)) as staging:
-            silence, files = ctx.source.silence(), ctx.source.files(day)
-            if silence is None:
-                _continues(prev, ctx.clock, day)
-            out = run_grouping(ctx.spark if files else None, files, prev, patterns, ctx.domain,
-                               staging, final=False,
-                               silence=None if silence is None else np.array(silence),
-                               until=ctx.clock.day_range(day)[1])
-        groups, new_states = split_output(out, day, ctx.run_id, ctx.clock, patterns)
-        validate(groups.to_pandas(), GOLD_SUITE)
-        meta = ctx.commit_meta(batch_date=day.isoformat(),
-                               pattern_versions=pattern_versions(patterns), **read)
-        wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
-        wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
+        for _ in range(RESUME_ATTEMPTS):
+            resumed = None if states is not None else resumed_from(ctx.lake, patterns, day)
+            prev = previous_states(ctx, day) if states is None else states
+            with staging_folder(GROUPS.path(ctx.lake)) as staging:
+                silence, files = ctx.source.silence(), ctx.source.files(day)
+                if silence is None:
+                    _continues(prev, ctx.clock, day)
+                out = run_grouping(ctx.spark if files else None, files, prev, patterns,
+                                   ctx.domain, staging, final=False,
+                                   silence=None if silence is None else np.array(silence),
+                                   until=ctx.clock.day_range(day)[1])
+            groups, new_states = split_output(out, day, ctx.run_id, ctx.clock, patterns)
+            validate(groups.to_pandas(), GOLD_SUITE)
+            meta = ctx.commit_meta(batch_date=day.isoformat(),
+                                   pattern_versions=pattern_versions(patterns), **read)
+            wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
+            wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
+            if resumed is None or resumed_from(ctx.lake, patterns, day) == resumed:
+                break
+            ctx.echo(f"{day}: the states it resumed from were replaced while it ran (a "
+                     "rerun of an earlier day): grouping it again from the new ones")
+        else:
+            raise ProbcepError(f"{day}: the states it resumes from were replaced "
+                               f"{RESUME_ATTEMPTS} times while it ran (reruns of earlier "
+                               "days): run it again once they are done")
     result = GroupResult(groups=groups.num_rows,
                          streams=len(set(groups["stream_id"].to_pylist())),
                          groups_written=wrote_groups, states_written=wrote_states)
     return result, groups, new_states
+
+
+#: How often a night groups its day when reruns keep replacing the states it resumes from.
+RESUME_ATTEMPTS = 3
+
+
+def resumed_from(lake, patterns: list[RegisteredPattern], day: dt.date) -> frozenset:
+    """The "day processed" rows before `day` of these pattern versions, with the runs
+    that wrote them: what a night of `day` resumes from, which a rerun changes."""
+    import pyarrow.parquet as pq
+
+    wanted = {(p.name, p.version) for p in patterns}
+    before = [("batch_date", "<", day)]
+    rows = set()
+    for part in STATES.scan(lake, before, (pc.field("stream_id") == PROCESSED)
+                            & pq.filters_to_expression(before),
+                            ["pattern", "pattern_version", "stream_id", "batch_date",
+                             "run_id"]):
+        rows.update(r for r in zip(*(part.column(c).to_pylist() for c in (
+            "pattern", "pattern_version", "batch_date", "run_id"))) if r[:2] in wanted)
+    return frozenset(rows)
 
 
 def _continues(states: pa.Table, clock: Clock, day: dt.date) -> None:

@@ -150,7 +150,8 @@ def _rerun(ctx: RunContext, fixed: list[dt.date], last: dt.date,
         days = sorted(set(days_with_states(ctx, first)) | set(fixed))
         states = previous_states(ctx, first)
         names = [p.name for p in ctx.exact]
-        for day in days:
+        while days:
+            day = days.pop(0)
             stored = STATES.read(ctx.lake, STATES.day_filter(day, {"pattern": names}))
             result, _, new_states = group_exact(ctx, day, states=states)
             done.append(RerunDay(day, result, publish_alerts(ctx, day)))
@@ -160,6 +161,9 @@ def _rerun(ctx: RunContext, fixed: list[dt.date], last: dt.date,
             if stop_early and day > last and same_rows(new_states, stored):
                 break
             states = new_states.filter(pc.not_equal(new_states["stream_id"], PROCESSED))
+            # a night of a later day may have grouped it from the states replaced here,
+            # after the list was made (`group_exact`): listed again, it is walked too
+            days = sorted(set(days) | set(days_with_states(ctx, day + dt.timedelta(days=1))))
     regrouped = [d.day for d in done]
     if ctx.approximate:
         _rerun_approx(ctx, fixed, regrouped, last, stop_early)
