@@ -43,56 +43,19 @@ def run(args: argparse.Namespace) -> int:
 
     from probcep.cli.destinations import outside_lake
     from probcep.cli.figure import image_format, plot_sweep
-    from probcep.errors import ProbcepError, ProbcepWarning
-    from probcep.lake.tables import ALERTS, GROUPS
+    from probcep.errors import ProbcepWarning
     from probcep.pipeline.context import RunContext
-    from probcep.pipeline.evaluate import (
-        SWEEP,
-        evaluate,
-        read_episodes,
-        uncovered,
-        unpublished,
-    )
+    from probcep.pipeline.evaluate import SWEEP, evaluate, read_episodes, tables_to_score
 
     ctx = RunContext.open("evaluate", settings=args.settings, lake=args.lake,
                           registry=args.registry, patterns=args.pattern)
     outside_lake(args.plot, ctx.lake)
-    episodes = read_episodes(args.episodes, ctx.clock)
-    named = set(episodes.pattern)
-    exact = {p.name for p in ctx.exact}
-    inexact = [n for n in args.pattern or () if n not in exact]
-    if inexact:  # registered (the context checked), but approximate: no groups to score
-        raise ProbcepError(f"--pattern {inexact[0]} is an approximate pattern: evaluate "
-                           f"scores the groups and alerts of exact patterns")
-    names = [p.name for p in ctx.exact if args.pattern or p.name in named]
-    if not len(episodes) and not names:
-        raise ProbcepError(f"{args.episodes}: holds no episode (give --pattern NAME to "
-                           f"count a pattern's alarms against no true case)")
-    if not names:
-        raise ProbcepError(f"{args.episodes}: names no registered exact pattern "
-                           f"({', '.join(sorted(named))})")
-    unknown = sorted(named - {p.name for p in ctx.exact})
-    if unknown and not args.pattern:  # a misspelt name would drop its episodes unseen
-        raise ProbcepError(f"{args.episodes}: names pattern(s) {unknown} that "
-                           f"{ctx.settings.registry} does not register as exact patterns "
-                           f"(give --pattern NAME to score only some)")
     if args.plot:
         image_format(args.plot)
-    if not GROUPS.exists(ctx.lake):  # a mistyped --lake would score nothing found
-        raise ProbcepError(f"{GROUPS.path(ctx.lake)}: no gold groups table here (run the "
-                           f"pipeline first, or give --lake)")
+    episodes = read_episodes(args.episodes, ctx.clock)
     thresholds = SWEEP if args.sweep else (args.threshold,)
-    scores_alerts = None in thresholds
-    if scores_alerts and not ALERTS.exists(ctx.lake):  # every episode would count as missed
-        raise ProbcepError(f"{ALERTS.path(ctx.lake)}: no gold alerts table here (run "
-                           f"publish-alerts, or give --threshold P to score the groups)")
-    filters = [("pattern", "in", names)]
-    groups = GROUPS.read(ctx.lake, filters).to_pandas()
-    alerts = ALERTS.read(ctx.lake, filters).to_pandas()
-    lines = uncovered(ctx.lake, ctx.clock, episodes, names)
-    if scores_alerts:
-        lines += unpublished(groups, alerts, {p.name: p.alert_threshold for p in ctx.exact
-                                              if p.name in names})
+    names, groups, alerts, lines = tables_to_score(ctx, episodes, args.episodes,
+                                                   args.pattern, thresholds)
     for line in lines:
         warnings.warn(line, ProbcepWarning, stacklevel=1)
     rows, cards = evaluate(episodes, groups, alerts, names, thresholds)

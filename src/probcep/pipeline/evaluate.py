@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from probcep.config.clock import Clock
-from probcep.errors import InputError, first_few, first_line_not_utf8
+from probcep.errors import InputError, ProbcepError, first_few, first_line_not_utf8
 
 #: The thresholds of a sweep.
 SWEEP = tuple(float(x) for x in np.round(np.arange(0.05, 1.0, 0.05), 2))
@@ -302,3 +302,48 @@ def evaluate(episodes: pd.DataFrame, groups: pd.DataFrame, alerts: pd.DataFrame,
                                    len(card.false_alarms)))
     return rows, cards
 
+
+
+def tables_to_score(ctx, episodes: pd.DataFrame, source: Path, chosen: list[str] | None,
+                    thresholds) -> tuple[list[str], pd.DataFrame, pd.DataFrame, list[str]]:
+    """The patterns to score (the `chosen` ones, else every registered exact pattern the
+    episodes of `source` name), their groups and alerts from the context's lake, and the
+    warnings of episodes that can only count as missed. Refuses what would score
+    nothing, or score it wrongly: an approximate pattern, episodes naming patterns the
+    registry does not hold as exact, a lake without the tables the thresholds need
+    (None among them: the published alerts)."""
+    from probcep.lake.tables import ALERTS, GROUPS
+
+    named = set(episodes.pattern)
+    exact = {p.name for p in ctx.exact}
+    inexact = [n for n in chosen or () if n not in exact]
+    if inexact:  # registered (the context checked), but approximate: no groups to score
+        raise ProbcepError(f"--pattern {inexact[0]} is an approximate pattern: evaluate "
+                           f"scores the groups and alerts of exact patterns")
+    names = [p.name for p in ctx.exact if chosen or p.name in named]
+    if not len(episodes) and not names:
+        raise ProbcepError(f"{source}: holds no episode (give --pattern NAME to "
+                           f"count a pattern's alarms against no true case)")
+    if not names:
+        raise ProbcepError(f"{source}: names no registered exact pattern "
+                           f"({', '.join(sorted(named))})")
+    unknown = sorted(named - exact)
+    if unknown and not chosen:  # a misspelt name would drop its episodes unseen
+        raise ProbcepError(f"{source}: names pattern(s) {unknown} that "
+                           f"{ctx.settings.registry} does not register as exact patterns "
+                           f"(give --pattern NAME to score only some)")
+    if not GROUPS.exists(ctx.lake):  # a mistyped --lake would score nothing found
+        raise ProbcepError(f"{GROUPS.path(ctx.lake)}: no gold groups table here (run the "
+                           f"pipeline first, or give --lake)")
+    scores_alerts = None in thresholds
+    if scores_alerts and not ALERTS.exists(ctx.lake):  # every episode would count as missed
+        raise ProbcepError(f"{ALERTS.path(ctx.lake)}: no gold alerts table here (run "
+                           f"publish-alerts, or give --threshold P to score the groups)")
+    filters = [("pattern", "in", names)]
+    groups = GROUPS.read(ctx.lake, filters).to_pandas()
+    alerts = ALERTS.read(ctx.lake, filters).to_pandas()
+    lines = uncovered(ctx.lake, ctx.clock, episodes, names)
+    if scores_alerts:
+        lines += unpublished(groups, alerts, {p.name: p.alert_threshold for p in ctx.exact
+                                              if p.name in names})
+    return names, groups, alerts, lines
