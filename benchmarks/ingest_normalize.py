@@ -9,7 +9,7 @@ job on a local standalone cluster against `local[2]`.
    (the executors write the Delta files, the driver commits them). It prints the times
    and our rate over the plain job's, i.e. plain seconds / (ingest + normalize) seconds
    (target >= 0.5), and the Python driver's own peak resident memory
-   (`lake_memory.own_peak_mib`; target: at 10M at most 1.2 x that at 1M) with the JVM's.
+   (`measure.own_peak_mib`; target: at 10M at most 1.2 x that at 1M) with the JVM's.
 2. With `--cluster`, a Spark standalone master and two one-core workers are started on
    127.0.0.1 from the installed pyspark, and the grouping job (`run_grouping`, the
    grouping benchmark's streams) runs on them and on `local[2]`, each in a fresh process,
@@ -29,31 +29,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lake_memory import DAY, own_peak_mib, write_landing  # noqa: E402
+from lake_memory import DAY, write_landing  # noqa: E402
+from measure import TreeSampler, own_peak_mib  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-
-
-def jvm_peak(stop: threading.Event, out: list[int]) -> None:
-    """Polls the peak resident memory of this process's children (the JVM)."""
-    import psutil
-
-    me = psutil.Process()
-    while not stop.wait(0.5):
-        try:
-            out.append(sum(c.memory_info().rss for c in me.children(recursive=True)))
-        except psutil.Error:
-            pass
 
 
 def measure(lake: Path, landing: Path) -> dict:
@@ -68,24 +56,23 @@ def measure(lake: Path, landing: Path) -> dict:
     spark = spark_session("local[2]", shuffle_partitions=8)
     import great_expectations  # noqa: F401  (untimed, as Spark's start: a command imports
     # it while the JVM starts, `RunContext.spark`)
-    stop, rss = threading.Event(), []
-    threading.Thread(target=jvm_peak, args=(stop, rss), daemon=True).start()
-    for name in ("warm-up", "plain"):
-        began = time.perf_counter()
-        spark.read.parquet(str(landing / DAY.isoformat())).write.parquet(str(lake.parent / name))
-    plain = time.perf_counter()
-    settings = dataclasses.replace(load_settings(), lake_root=lake, landing_dir=landing)
-    ctx = RunContext(settings, (), LakeSilver(settings), "bench")
-    ctx.__dict__["spark"] = spark
-    report = ingest_day(ctx, DAY)
-    ingested = time.perf_counter()
-    made = normalize_day(ctx, DAY)
-    done = time.perf_counter()
-    stop.set()
+    with TreeSampler(os.getpid(), 0.5) as tree:  # its children: the JVM
+        for name in ("warm-up", "plain"):
+            began = time.perf_counter()
+            spark.read.parquet(str(landing / DAY.isoformat())).write.parquet(
+                str(lake.parent / name))
+        plain = time.perf_counter()
+        settings = dataclasses.replace(load_settings(), lake_root=lake, landing_dir=landing)
+        ctx = RunContext(settings, (), LakeSilver(settings), "bench")
+        ctx.__dict__["spark"] = spark
+        report = ingest_day(ctx, DAY)
+        ingested = time.perf_counter()
+        made = normalize_day(ctx, DAY)
+        done = time.perf_counter()
     return {"readings": report.rows, "silver_rows": made.rows, "plain_s": plain - began,
             "ingest_s": ingested - plain, "normalize_s": done - ingested,
             "python_peak_mib": own_peak_mib(),
-            "jvm_peak_mib": max(rss, default=0) / 2 ** 20}
+            "jvm_peak_mib": tree.children_mib}
 
 
 def lake_sizes(sizes: list[int], streams: int) -> None:

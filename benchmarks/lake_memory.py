@@ -17,7 +17,6 @@ import dataclasses
 import datetime as dt
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from measure import own_peak_mib
 
 DAY = dt.date(2026, 1, 1)
 SYMBOLS = np.array(["Hallway", "Door", "Room"])
@@ -46,17 +46,6 @@ def write_landing(folder: Path, readings: int, streams: int, seed: int = 7) -> N
             "ts": start + rng.integers(0, 86_400_000_000, n).astype("timedelta64[us]"),
             "symbol": SYMBOLS[rng.integers(0, 3, n)],
             "score": rng.uniform(0.3, 1.0, n)}), folder / f"readings-{k:03d}.parquet")
-
-
-def own_peak_mib() -> float:
-    """This process's own peak resident memory in MiB (Linux: VmHWM). Not `ru_maxrss`,
-    which keeps across exec the peak of the process that started this one: here the
-    parent that generated the landing files, whose peak grows with the day."""
-    try:
-        status = Path("/proc/self/status").read_text()
-        return int(status.split("VmHWM:")[1].split()[0]) / 1024
-    except (OSError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(lake: Path, landing: Path, driver_memory: str) -> dict:

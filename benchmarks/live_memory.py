@@ -41,13 +41,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psutil
+from measure import TreeSampler
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = """
@@ -98,34 +97,11 @@ def live_once(config: Path, src: Path, log: Path) -> tuple[float, float, float]:
                                  "--settings", str(config), "--master", "local[2]"],
                                 cwd=config.parent, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
-        peaks = [0, 0]
-        done = threading.Event()
-
-        def sample():
-            me = psutil.Process(proc.pid)
-            while not done.is_set():
-                try:
-                    peaks[0] = max(peaks[0], me.memory_info().rss)
-                    kids = 0
-                    for child in me.children(recursive=True):
-                        try:
-                            kids += child.memory_info().rss
-                        except psutil.Error:
-                            pass
-                    peaks[1] = max(peaks[1], kids)
-                except psutil.Error:
-                    return
-                time.sleep(0.1)
-
-        watcher = threading.Thread(target=sample)
-        watcher.start()
-        code = proc.wait()
-        done.set()
-        watcher.join()
+        with TreeSampler(proc.pid, 0.1) as peaks:
+            code = proc.wait()
     if code:
         sys.exit(f"live exited with {code}: see {log}")
-    mib = 1024 * 1024
-    return peaks[0] / mib, peaks[1] / mib, time.time() - started
+    return peaks.own_mib, peaks.children_mib, time.time() - started
 
 
 def fresh(name: str, n: int, work: Path, args):

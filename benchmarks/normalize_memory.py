@@ -25,20 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lake_memory import DAY, write_landing  # noqa: E402
+from measure import own_peak_mib  # noqa: E402
 
 #: (module, function) pairs timed as steps of normalize.
 STEPS = [("probcep.lake.delta", "day_fingerprints"), ("probcep.lake.delta", "staged_frame"),
          ("probcep.lake.expectations", "validate"), ("probcep.lake.delta", "staged_rows"),
          ("probcep.lake.delta", "commit_staged")]
-
-
-def peak_mib(reset: bool = True) -> float:
-    """This process's peak RSS since the last reset (VmHWM), in MiB; then reset it."""
-    status = Path("/proc/self/status").read_text()
-    kib = int(status.split("VmHWM:")[1].split()[0])
-    if reset:
-        Path("/proc/self/clear_refs").write_text("5")
-    return kib / 1024
 
 
 def wrap(peaks: dict, module, name: str) -> None:
@@ -47,11 +39,11 @@ def wrap(peaks: dict, module, name: str) -> None:
     @functools.wraps(inner)
     def step(*args, **kwargs):
         before = f"before {name}"
-        peaks[before] = max(peaks.get(before, 0), peak_mib())
+        peaks[before] = max(peaks.get(before, 0), own_peak_mib(reset=True))
         try:
             return inner(*args, **kwargs)
         finally:
-            peaks[name] = max(peaks.get(name, 0), peak_mib())
+            peaks[name] = max(peaks.get(name, 0), own_peak_mib(reset=True))
 
     setattr(module, name, step)
 
@@ -71,11 +63,11 @@ def measure(lake: Path, landing: Path) -> dict:
     ctx = RunContext(settings, (), LakeSilver(settings), "bench")
     ctx.__dict__["spark"] = spark
     report = ingest_day(ctx, DAY)
-    peaks = {"ingest": peak_mib()}
+    peaks = {"ingest": own_peak_mib(reset=True)}
     for module, name in STEPS:
         wrap(peaks, importlib.import_module(module), name)
     made = normalize_day(ctx, DAY)
-    peaks["after the last step"] = peak_mib()
+    peaks["after the last step"] = own_peak_mib(reset=True)
     return {"readings": report.rows, "silver_rows": made.rows, "streams": made.streams,
             "peaks": peaks}
 
