@@ -26,7 +26,8 @@ import pytest
 
 from probcep.cli import RAISE_AGAIN_SECONDS, main
 from probcep.config import settings
-from probcep.errors import DiskFullError, RefusedError, refused, writing
+from probcep.errors import DiskFullError, RefusedError
+from probcep.lake.failures import refused, writing
 from probcep.lake.tables import ALERT_CHANGES, ALERTS, GROUPS, UTC_MICROS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,8 @@ import pytest
 from deltalake import write_deltalake
 
 from probcep.cli import main
-from probcep.errors import DamagedTableError, RefusedError, damaged
+from probcep.errors import DamagedTableError, RefusedError
+from probcep.lake.failures import damaged
 from probcep.lake.stream_ranges import plan_ranges
 from probcep.lake.tables import SILVER, STATES, silver_schema
 

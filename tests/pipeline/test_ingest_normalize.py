@@ -263,7 +263,8 @@ def test_a_staging_folder_the_file_system_refuses_is_one_line(spark, settings, c
     """An immutable staging folder is refused before any work; one that turns so while
     the step runs stops Spark's executors creating the write's folders (QA, 2026-11-27:
     a 200-line traceback, exit 1): one line naming where, bronze as it was."""
-    from probcep.errors import RefusedError, refused
+    from probcep.errors import RefusedError
+    from probcep.lake.failures import refused
 
     write(settings, long_rows(), "r.csv")
     ingest_day(run(settings, "r"), DAY)

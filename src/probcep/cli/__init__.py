@@ -2,10 +2,10 @@
 
 Every expected failure is a `ProbcepError`: its message (what, where) is printed on one
 line and the exit code is 2. A full disk is one too, wherever a step hit it
-(`probcep.errors.writing`), and so is one raised in a Spark executor
-(`probcep.errors.from_executors`). Anything else is a bug and keeps its traceback (exit 1).
-The `jobs/` entry points that spark-submit runs call `entry`, as the command does, so they
-behave the same.
+(`probcep.lake.failures.writing`), and so is one raised in a Spark executor
+(`probcep.lake.failures.from_executors`). Anything else is a bug and keeps its traceback
+(exit 1). The `jobs/` entry points that spark-submit runs call `entry`, as the command
+does, so they behave the same.
 SIGTERM (Airflow's timeouts, a task marked failed) unwinds the command like an error, so
 that it releases its slice locks and staging folders: exit 143, one line; Ctrl-C
 (SIGINT, Python's KeyboardInterrupt) the same way, exit 130.
@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from typing import NoReturn
 
 from probcep.cli.destinations import check_distinct, check_output, stdout_closed
-from probcep.errors import ProbcepError, ProbcepWarning, damaged, from_executors, refused, writing
+from probcep.errors import ProbcepError, ProbcepWarning
+from probcep.lake.failures import damaged, from_executors, refused, writing
 from probcep.lake.spark import executors_lost
 
 #: Modules that each define `register(subparsers)`; they import Spark, Delta and GX only

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from probcep.cli.destinations import replacing
 from probcep.cli.output import match_head, write_text
-from probcep.errors import writing
+from probcep.lake.failures import writing
 
 BUNDLE_FIELDS = ("bundle", "first_match_point", "last_match_point", "n_matches",
                  "min_errors")

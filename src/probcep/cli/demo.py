@@ -25,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
     import shutil
 
     from probcep.demo.walkthrough import run_demo
-    from probcep.errors import writing
     from probcep.lake.access import check_writable
+    from probcep.lake.failures import writing
     from probcep.lake.tables import CATALOG
     from probcep.pipeline.context import RunContext
 

@@ -19,7 +19,8 @@ from probcep.cli.stream_files import read_blocks, unnamed_symbols, where
 from probcep.engine import Query, StreamMatcher
 from probcep.engine.grouping import query_differences
 from probcep.engine.transducer import Transducer
-from probcep.errors import InputError, ProbcepError, ProbcepWarning, writing
+from probcep.errors import InputError, ProbcepError, ProbcepWarning
+from probcep.lake.failures import writing
 
 STATE_FILE_FORMAT = "probcep-state-file/1"
 

@@ -24,7 +24,7 @@ from probcep.cli.floats import WIDTH, repr_texts
 from probcep.cli.lines import SLACK, VALUE_WIDTH, Arena, assemble, constant_words
 from probcep.engine.grouping import GroupColumns
 from probcep.engine.overlap import NONE
-from probcep.errors import writing
+from probcep.lake.failures import writing
 
 GROUP_FIELDS = ("t_start", "t_first", "t_end", "probability", "n_matches",
                 "max_match_probability")

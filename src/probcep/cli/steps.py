@@ -12,7 +12,8 @@ from pathlib import Path
 
 from probcep.cli.options import LAKE, REGISTRY
 from probcep.config.clock import iso_day
-from probcep.errors import ProbcepError, writing
+from probcep.errors import ProbcepError
+from probcep.lake.failures import writing
 
 
 def _options(p, patterns: bool = True) -> None:

@@ -25,7 +25,8 @@ from probcep.engine.distributions import first_flaw
 from probcep.engine.naive import NaiveLimitError
 from probcep.engine.runs import RunLimitError
 from probcep.engine.transducer import TransducerLimitError
-from probcep.errors import InputError, first_line_not_utf8
+from probcep.errors import InputError
+from probcep.lake.failures import first_line_not_utf8
 
 KEY_COLUMNS = ("stream_id", "t")
 

@@ -44,7 +44,7 @@ TASK_LOGGERS = ("org.apache.spark.executor.Executor",
                 "org.apache.spark.util.Utils",
                 "org.apache.spark.sql.execution.datasources.FileFormatWriter",
                 # "Mkdirs failed to create": the step's own line names the folder
-                # (`probcep.errors.refused`)
+                # (`probcep.lake.failures.refused`)
                 "org.apache.hadoop.mapreduce.lib.output.FileOutputCommitter")
 
 

@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from probcep.engine.distributions import first_flaw
-from probcep.errors import InputError, damaged
+from probcep.errors import InputError
+from probcep.lake.failures import damaged
 
 
 @dataclass(frozen=True)

@@ -30,15 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.readings import READING_COLUMNS
-from probcep.errors import (
-    DamagedTableError,
-    ProbcepError,
-    damaged,
-    disk_full,
-    first_line,
-    refused,
-    writing,
-)
+from probcep.errors import DamagedTableError, ProbcepError, first_line
+from probcep.lake.failures import damaged, disk_full, refused, writing
 from probcep.lake.locks import ConcurrentWriteError, slice_lock
 from probcep.lake.log_faults import log_fault
 

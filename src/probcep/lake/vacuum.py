@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
-from probcep.errors import ProbcepError, first_line, warn, writing
+from probcep.errors import ProbcepError, first_line, warn
 from probcep.lake.access import check_writable
+from probcep.lake.failures import writing
 from probcep.lake.tables import (
     CATALOG,
     COMMIT_ATTEMPTS,

@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from probcep.config.clock import Clock
-from probcep.errors import InputError, ProbcepError, first_few, first_line_not_utf8
+from probcep.errors import InputError, ProbcepError, first_few
+from probcep.lake.failures import first_line_not_utf8
 
 #: The thresholds of a sweep.
 SWEEP = tuple(float(x) for x in np.round(np.arange(0.05, 1.0, 0.05), 2))

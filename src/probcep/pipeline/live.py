@@ -62,9 +62,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.clock import iso_day
-from probcep.errors import ProbcepError, damaged, first_few
+from probcep.errors import ProbcepError, first_few
 from probcep.lake.archive import StreamStarts
 from probcep.lake.delta import spark_read
+from probcep.lake.failures import damaged
 from probcep.lake.locks import LOCKS_FOLDER, exclusive
 from probcep.lake.spark import literal
 from probcep.lake.stream_ranges import Streams

@@ -44,8 +44,9 @@ import pyarrow.parquet as pq
 
 from probcep.engine import StreamMatcher
 from probcep.engine.state_cache import StateCache
-from probcep.errors import ProbcepError, damaged
+from probcep.errors import ProbcepError
 from probcep.lake.delta import add_action
+from probcep.lake.failures import damaged
 from probcep.lake.tables import LIVE_STATE
 from probcep.pipeline.group_day import PROCESSED
 
