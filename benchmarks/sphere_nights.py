@@ -41,8 +41,15 @@ class Timed:
 def night_run(src: Path, settings: Path, landing: Path, lake: Path,
               days: tuple[str, str] = DAYS) -> Timed:
     """`probcep run` over the days with the package at `src`. Its CPU time is the kernel's
-    account of the process and every descendant waited for (the JVM, PySpark's workers):
-    `wait4`'s resource usage, so no process is counted twice or missed between samples."""
+    account of the process and all its descendants: this process is made their
+    subreaper, so Spark's JVM, which PySpark never waits for and which ends after the
+    driver, comes back to it and is waited for too; the sum of `wait4`'s resource usage
+    over them counts no process twice and misses none between samples."""
+    import ctypes
+
+    subreaper = 36  # PR_SET_CHILD_SUBREAPER (Linux)
+    if ctypes.CDLL(None, use_errno=True).prctl(subreaper, 1, 0, 0, 0):
+        raise SystemExit("cannot become the runs' subreaper (Linux prctl)")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PROBCEP_")},
            "PYTHONPATH": str(src), "PROBCEP_LANDING_DIR": str(landing),
            "PROBCEP_LAKE_ROOT": str(lake), "PYSPARK_PYTHON": sys.executable}
@@ -57,10 +64,17 @@ def night_run(src: Path, settings: Path, landing: Path, lake: Path,
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - began
         proc.returncode = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
+        while True:  # the orphans (the JVM), reparented to this process as they end
+            try:
+                _, _, usage = os.wait4(-1, 0)
+            except ChildProcessError:
+                break
+            cpu += usage.ru_utime + usage.ru_stime
         if proc.returncode:
             err.seek(0)
             raise SystemExit(f"{src}: probcep run failed:\n{err.read()[-3000:]}")
-    return Timed(wall, usage.ru_utime + usage.ru_stime)
+    return Timed(wall, cpu)
 
 
 def groups(lake: Path):

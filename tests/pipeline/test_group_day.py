@@ -420,3 +420,37 @@ def test_a_rerun_walks_a_day_a_night_grouped_from_the_states_it_replaced(
     done = rerun_days(context(lake, daily(fixed, lake / "fixed"), "rerun"), DAY0, DAY0)
     assert [d.day for d in done] == [DAY0, DAY0 + dt.timedelta(1)]
     pd.testing.assert_frame_equal(group_rows(lake), group_rows(tmp_path / "fresh"))
+
+
+def test_a_night_is_not_regrouped_when_only_a_day_before_the_one_it_resumes_from_changes(
+        spark, tmp_path, monkeypatch):
+    """The re-check compares the day a night resumes from, not every earlier day: a
+    rerun's pass over day 0 leaves the night of day 2, which resumes from day 1, alone
+    (review, 2026-11-28: it grouped twice, and a long rerun failed the night)."""
+    from probcep.pipeline import group_day
+    from probcep.pipeline.group_day import previous_states
+
+    silver = make_silver(days=3, seed=3)
+    fixed = silver.copy()
+    late = (fixed.t >= STEPS_PER_DAY - 6) & (fixed.t < STEPS_PER_DAY) & (fixed.stream_id == "s0")
+    fixed.loc[late, list(DOMAIN)] = [0.0, 1.0, 0.0]
+    lake = tmp_path / "lake"
+    for k in range(2):
+        night(lake, silver, k)
+    real, calls = group_day.run_grouping, []
+    rerun = context(lake, daily(fixed, lake / "fixed"), "rerun")
+
+    def day0_meanwhile(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            monkeypatch.setattr(group_day, "run_grouping", real)
+            group_exact(rerun, DAY0, states=previous_states(rerun, DAY0))
+            monkeypatch.setattr(group_day, "run_grouping", day0_meanwhile)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(group_day, "run_grouping", day0_meanwhile)
+    said = []
+    ctx = dataclasses.replace(context(lake, daily(silver, lake / "in"), "night-2"),
+                              echo=said.append)
+    group_exact(ctx, DAY0 + dt.timedelta(2))
+    assert len(calls) == 1 and said == []

@@ -137,15 +137,25 @@ def processed_days(lake, patterns: list[RegisteredPattern], filters=None
     return days
 
 
-def previous_states(ctx: RunContext, day: dt.date) -> pa.Table:
+def previous_states(ctx: RunContext, day: dt.date, last: dict | None = None) -> pa.Table:
     """For each exact pattern version, the states saved after its latest processed day
-    before `day` (streams absent there were quiet: they start afresh)."""
-    return pa.Table.from_batches(list(saved_states(ctx.lake, ctx.exact, day, ctx.source)),
-                                 STATES.schema)
+    before `day` (streams absent there were quiet: they start afresh). `last`: the
+    `latest_processed` days, if already known."""
+    return pa.Table.from_batches(list(saved_states(ctx.lake, ctx.exact, day, ctx.source,
+                                                   last=last)), STATES.schema)
+
+
+def latest_processed(lake, patterns: list[RegisteredPattern], day: dt.date
+                     ) -> dict[tuple[str, str], dt.date]:
+    """Per (name, version) of these patterns, its latest processed day before `day`: the
+    day a night of `day` resumes from."""
+    return {key: max(days) for key, days
+            in processed_days(lake, patterns, [("batch_date", "<", day)]).items()}
 
 
 def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
-                 batch_rows: int = 8192) -> Iterator[pa.RecordBatch]:
+                 batch_rows: int = 8192, last: dict | None = None
+                 ) -> Iterator[pa.RecordBatch]:
     """`previous_states` a batch of rows at a time: what passes through memory at once is
     a batch, however many streams or days the state table holds. Each pattern version's
     latest day is found from its "day processed" rows alone, which every saved day has.
@@ -155,9 +165,7 @@ def saved_states(lake, patterns: list[RegisteredPattern], day: dt.date, source,
     does: resumed, it would take those days for silence (a registry change undone after
     a night: the night's readings were not the old version's)."""
     unready: dict[dt.date, list[tuple[dt.date, str]]] = {}  # by last day grouped
-    last = {key: max(d for d in days if d < day) for key, days
-            in processed_days(lake, patterns, [("batch_date", "<", day)]).items()
-            if min(days) < day}  # the filter prunes files only (`processed_days`)
+    last = latest_processed(lake, patterns, day) if last is None else last
     for p in patterns:
         when = last.get((p.name, p.version))
         missed = []
@@ -214,8 +222,12 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
     # one run at a time per day and pattern, from staging through both commits
     with GROUPS.lock(ctx.lake, day, pattern=names), STATES.lock(ctx.lake, day, pattern=names):
         for _ in range(RESUME_ATTEMPTS):
-            resumed = None if states is not None else resumed_from(ctx.lake, patterns, day)
-            prev = previous_states(ctx, day) if states is None else states
+            resumed, prev = None, states
+            if states is None:
+                last = latest_processed(ctx.lake, patterns, day)
+                since = min(last.values(), default=dt.date.min)
+                resumed = resumed_from(ctx.lake, patterns, day, since)
+                prev = previous_states(ctx, day, last)
             with staging_folder(GROUPS.path(ctx.lake)) as staging:
                 silence, files = ctx.source.silence(), ctx.source.files(day)
                 if silence is None:
@@ -230,14 +242,14 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
                                    pattern_versions=pattern_versions(patterns), **read)
             wrote_groups = GROUPS.replace_day(ctx.lake, day, groups, meta, pattern=names)
             wrote_states = STATES.replace_day(ctx.lake, day, new_states, meta, pattern=names)
-            if resumed is None or resumed_from(ctx.lake, patterns, day) == resumed:
+            if resumed is None or resumed_from(ctx.lake, patterns, day, since) == resumed:
                 break
             ctx.echo(f"{day}: the states it resumed from were replaced while it ran (a "
                      "rerun of an earlier day): grouping it again from the new ones")
         else:
             raise ProbcepError(f"{day}: the states it resumes from were replaced "
-                               f"{RESUME_ATTEMPTS} times while it ran (reruns of earlier "
-                               "days): run it again once they are done")
+                               f"{RESUME_ATTEMPTS} times while it ran (by a rerun of an "
+                               "earlier day): run it again once the rerun is done")
     result = GroupResult(groups=groups.num_rows,
                          streams=len(set(groups["stream_id"].to_pylist())),
                          groups_written=wrote_groups, states_written=wrote_states)
@@ -248,21 +260,26 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
 RESUME_ATTEMPTS = 3
 
 
-def resumed_from(lake, patterns: list[RegisteredPattern], day: dt.date) -> frozenset:
-    """The "day processed" rows before `day` of these pattern versions, with the runs
-    that wrote them: what a night of `day` resumes from, which a rerun changes."""
+def resumed_from(lake, patterns: list[RegisteredPattern], day: dt.date,
+                 since: dt.date) -> frozenset:
+    """Per pattern version, its latest processed day in [since, day) with the run that
+    wrote it: what a night of `day` resumes from (since: the earliest such day), which a
+    rerun of that day changes. Only the files reaching those days are read."""
     import pyarrow.parquet as pq
 
     wanted = {(p.name, p.version) for p in patterns}
-    before = [("batch_date", "<", day)]
-    rows = set()
-    for part in STATES.scan(lake, before, (pc.field("stream_id") == PROCESSED)
-                            & pq.filters_to_expression(before),
+    days = [("batch_date", ">=", since), ("batch_date", "<", day)]
+    latest: dict[tuple[str, str], tuple[dt.date, str]] = {}
+    for part in STATES.scan(lake, days, (pc.field("stream_id") == PROCESSED)
+                            & pq.filters_to_expression(days),
                             ["pattern", "pattern_version", "stream_id", "batch_date",
                              "run_id"]):
-        rows.update(r for r in zip(*(part.column(c).to_pylist() for c in (
-            "pattern", "pattern_version", "batch_date", "run_id"))) if r[:2] in wanted)
-    return frozenset(rows)
+        for name, version, when, run in zip(*(part.column(c).to_pylist() for c in (
+                "pattern", "pattern_version", "batch_date", "run_id"))):
+            key = (name, version)
+            if key in wanted and (key not in latest or when > latest[key][0]):
+                latest[key] = (when, run)
+    return frozenset((*key, *found) for key, found in latest.items())
 
 
 def _continues(states: pa.Table, clock: Clock, day: dt.date) -> None:
