@@ -117,7 +117,8 @@ def processed_days(lake, patterns: list[RegisteredPattern], filters=None
                    ) -> dict[tuple[str, str], set[dt.date]]:
     """Per (name, version) of these patterns, the days whose "day processed" row
     `state/engine` holds: the one record by which nights, reruns and live mode agree on
-    which days are done. `filters` (on `batch_date`) prune the table's files by their
+    which days are done. `filters` (on `batch_date`, with `datetime.date` values: Arrow
+    compares no date with a string) prune the table's files by their
     statistics and then its rows: the table is not partitioned, so a file live mode wrote
     for several days holds days outside them (QA, 2026-11-28)."""
     import pyarrow.parquet as pq
