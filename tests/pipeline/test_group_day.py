@@ -349,18 +349,41 @@ def test_a_first_night_without_groups_makes_empty_gold_tables(spark, tmp_path):
     assert [t.version(tmp_path) for t in (GROUPS, ALERTS, STATES)] == versions
 
 
+def first_pass_meanwhile(monkeypatch, action) -> list:
+    """`group_day.run_grouping` with `action` run at its first call (another process's
+    step landing while this one groups); the calls, counted."""
+    from probcep.pipeline import group_day
+
+    real, calls = group_day.run_grouping, []
+
+    def patched(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            action()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(group_day, "run_grouping", patched)
+    return calls
+
+
+def door_at_midnight(silver):
+    """`silver` fixed as a rerun of day 0 would see it: s0 at the door over its last
+    hour, so runs are open at midnight and day 1's groups follow from day 0's states."""
+    fixed = silver.copy()
+    late = (fixed.t >= STEPS_PER_DAY - 6) & (fixed.t < STEPS_PER_DAY) & (fixed.stream_id == "s0")
+    fixed.loc[late, list(DOMAIN)] = [0.0, 1.0, 0.0]
+    return fixed
+
+
 def test_a_night_whose_earlier_day_a_rerun_replaces_meanwhile_groups_again(
         spark, tmp_path, monkeypatch):
     """A night of day 1 read day 0's states, then a rerun of day 0 replaced them before
     the night committed: the night's groups and states followed from states no longer in
     the lake, and the rerun, which listed its days before the night's commit, never
     walked day 1 (QA, 2026-11-28)."""
-    from probcep.pipeline import group_day
 
     silver = make_silver(days=2, seed=3)
-    fixed = silver.copy()
-    late = (fixed.t >= STEPS_PER_DAY - 6) & (fixed.t < STEPS_PER_DAY) & (fixed.stream_id == "s0")
-    fixed.loc[late, list(DOMAIN)] = [0.0, 1.0, 0.0]  # s0 at the door at midnight: runs open
+    fixed = door_at_midnight(silver)
     for k in range(2):  # the lake as a rerun alone leaves it, and one stale night
         night(tmp_path / "fresh", fixed, k)
         night(tmp_path / "stale", silver, k)
@@ -374,15 +397,8 @@ def test_a_night_whose_earlier_day_a_rerun_replaces_meanwhile_groups_again(
 
     lake = tmp_path / "raced"
     night(lake, silver, 0)
-    real, calls = group_day.run_grouping, []
-
-    def rerun_meanwhile(*args, **kwargs):  # the rerun of day 0 lands while day 1 groups
-        calls.append(1)
-        if len(calls) == 1:
-            rerun_days(context(lake, daily(fixed, lake / "fixed"), "rerun"), DAY0, DAY0)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(group_day, "run_grouping", rerun_meanwhile)
+    calls = first_pass_meanwhile(monkeypatch, lambda: rerun_days(  # the rerun of day 0
+        context(lake, daily(fixed, lake / "fixed"), "rerun"), DAY0, DAY0))  # lands
     said = []
     ctx = dataclasses.replace(context(lake, daily(silver, lake / "silver-input"), "night-1"),
                               echo=said.append)
@@ -398,25 +414,14 @@ def test_a_rerun_walks_a_day_a_night_grouped_from_the_states_it_replaced(
     """The other order of the same race: the night of day 1 commits from day 0's old
     states while the rerun of day 0 runs, after the rerun listed its days; the rerun then
     finds day 1 processed and regroups it (QA, 2026-11-28)."""
-    from probcep.pipeline import group_day
 
     silver = make_silver(days=2, seed=3)
-    fixed = silver.copy()
-    late = (fixed.t >= STEPS_PER_DAY - 6) & (fixed.t < STEPS_PER_DAY) & (fixed.stream_id == "s0")
-    fixed.loc[late, list(DOMAIN)] = [0.0, 1.0, 0.0]
+    fixed = door_at_midnight(silver)
     for k in range(2):
         night(tmp_path / "fresh", fixed, k)
     lake = tmp_path / "raced"
     night(lake, silver, 0)
-    real, calls = group_day.run_grouping, []
-
-    def night_meanwhile(*args, **kwargs):  # the night of day 1 lands while day 0 reruns
-        calls.append(1)
-        if len(calls) == 1:
-            night(lake, silver, 1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(group_day, "run_grouping", night_meanwhile)
+    first_pass_meanwhile(monkeypatch, lambda: night(lake, silver, 1))  # while day 0 reruns
     done = rerun_days(context(lake, daily(fixed, lake / "fixed"), "rerun"), DAY0, DAY0)
     assert [d.day for d in done] == [DAY0, DAY0 + dt.timedelta(1)]
     pd.testing.assert_frame_equal(group_rows(lake), group_rows(tmp_path / "fresh"))
@@ -427,30 +432,18 @@ def test_a_night_is_not_regrouped_when_only_a_day_before_the_one_it_resumes_from
     """The re-check compares the day a night resumes from, not every earlier day: a
     rerun's pass over day 0 leaves the night of day 2, which resumes from day 1, alone
     (review, 2026-11-28: it grouped twice, and a long rerun failed the night)."""
-    from probcep.pipeline import group_day
     from probcep.pipeline.group_day import previous_states
 
     silver = make_silver(days=3, seed=3)
-    fixed = silver.copy()
-    late = (fixed.t >= STEPS_PER_DAY - 6) & (fixed.t < STEPS_PER_DAY) & (fixed.stream_id == "s0")
-    fixed.loc[late, list(DOMAIN)] = [0.0, 1.0, 0.0]
+    fixed = door_at_midnight(silver)
     lake = tmp_path / "lake"
     for k in range(2):
         night(lake, silver, k)
-    real, calls = group_day.run_grouping, []
     rerun = context(lake, daily(fixed, lake / "fixed"), "rerun")
-
-    def day0_meanwhile(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
-            monkeypatch.setattr(group_day, "run_grouping", real)
-            group_exact(rerun, DAY0, states=previous_states(rerun, DAY0))
-            monkeypatch.setattr(group_day, "run_grouping", day0_meanwhile)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(group_day, "run_grouping", day0_meanwhile)
+    calls = first_pass_meanwhile(
+        monkeypatch, lambda: group_exact(rerun, DAY0, states=previous_states(rerun, DAY0)))
     said = []
     ctx = dataclasses.replace(context(lake, daily(silver, lake / "in"), "night-2"),
                               echo=said.append)
     group_exact(ctx, DAY0 + dt.timedelta(2))
-    assert len(calls) == 1 and said == []
+    assert len(calls) == 2 and said == []  # the night's pass and the rerun's, no more
