@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import pickle
 
@@ -208,3 +209,75 @@ def test_a_day_made_silent_by_a_fix_keeps_no_history(spark, tmp_path):
     assert found == {"matches": 0, "bundles": 0, "changed": True, "silent": True}
     assert APPROX_HISTORY.read(tmp_path).num_rows == 0
     assert APPROX_MATCHES.read(tmp_path).num_rows == 0
+
+
+def first_history_read_meanwhile(monkeypatch, action) -> list:
+    """`approx_day.load_history` with `action` run at its first call (another process's
+    step landing while this one matches); the calls, counted."""
+    real, calls = approx.load_history, []
+
+    def patched(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            action()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(approx, "load_history", patched)
+    return calls
+
+
+def two_days_and_a_fix(tmp_path):
+    """A budgeted entry (its matches follow the history), two days of silver, day 0
+    fixed, and a lake made by nights after the fix: what a race must end as."""
+    entry = parse_entry("visit_k1", {"pattern": "Door Room Door", "max_errors": 1,
+                                     "window": 6, "budget": 1.0}, DOMAIN)
+    days = [dt.date(2026, 3, 1) + dt.timedelta(k) for k in range(2)]
+    before = dict(zip(days, (silver_day(k) for k in range(2))))
+    after = {**before, days[0]: silver_day(7).assign(t=lambda f: f.t - 7 * 200)}
+    sources = [FrameSilver(frames.__getitem__, tmp_path / name)
+               for frames, name in ((before, "before"), (after, "after"))]
+    for day in days:
+        approx.approx_day(context(tmp_path / "fresh", sources[1], f"night-{day}", [entry]), day)
+        approx.approx_day(context(tmp_path / "stale", sources[0], f"night-{day}", [entry]), day)
+    assert approx_rows(tmp_path / "fresh") != approx_rows(tmp_path / "stale")
+    return entry, days, sources
+
+
+def test_a_night_whose_earlier_history_a_rerun_replaces_meanwhile_matches_again(
+        spark, tmp_path, monkeypatch):
+    """The night of day 1 read day 0's history, then a rerun of day 0 replaced it before
+    the night committed: its matches and history followed from a history no longer in
+    the lake (review, 2026-11-28). It now looks again and matches again."""
+    entry, days, (before, after) = two_days_and_a_fix(tmp_path)
+    lake = tmp_path / "raced"
+    approx.approx_day(context(lake, before, "night-0", [entry]), days[0])
+    calls = first_history_read_meanwhile(monkeypatch, lambda: approx.approx_day(
+        context(lake, after, "rerun", [entry]), days[0]))
+    said = []
+    night = dataclasses.replace(context(lake, before, "night-1", [entry]), echo=said.append)
+    approx.approx_day(night, days[1])
+    assert len(calls) == 3  # the night's first pass, the rerun's day 0, the night again
+    assert said == [f"{days[1]}: the approximate histories it resumed from were replaced "
+                    "while it ran (a rerun of an earlier day): matching it again from the "
+                    "new ones"]
+    assert approx_rows(lake) == approx_rows(tmp_path / "fresh")
+
+
+def test_a_rerun_walks_a_day_a_night_matched_from_the_history_it_replaced(
+        spark, tmp_path, monkeypatch):
+    """The other order: the night of day 1 commits from day 0's old history while the
+    rerun of day 0 runs, after the rerun listed its days; the rerun then finds day 1
+    matched and walks it (it listed its days once: review, 2026-11-28)."""
+    from probcep.pipeline.rerun import rerun_days
+
+    entry, days, (before, after) = two_days_and_a_fix(tmp_path)
+    lake = tmp_path / "raced"
+    approx.approx_day(context(lake, before, "night-0", [entry]), days[0])
+    first_history_read_meanwhile(monkeypatch, lambda: approx.approx_day(
+        context(lake, before, "night-1", [entry]), days[1]))
+    said = []
+    rerun = dataclasses.replace(context(lake, after, "rerun", [entry]), echo=said.append)
+    rerun_days(rerun, days[0], days[0])
+    assert [line.split(":")[0] for line in said if "approximate" in line] == [
+        str(days[0]), str(days[1])]
+    assert approx_rows(lake) == approx_rows(tmp_path / "fresh")

@@ -22,9 +22,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.registry import RegisteredApprox
+from probcep.errors import ProbcepError
+from probcep.lake.locks import slice_lock
 from probcep.lake.spark import literal
 from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
 from probcep.pipeline.context import RunContext, pattern_versions
+from probcep.pipeline.group_day import RESUME_ATTEMPTS, RUN_KEYS, latest_runs
+
+APPROX_TABLES = (APPROX_MATCHES, APPROX_BUNDLES, APPROX_HISTORY)
 
 #: Counts of subsequences grow as 2^window; stored ones stop here, as `n_matches` does.
 INT64_MAX = 2 ** 63 - 1
@@ -138,7 +143,39 @@ def approx_day(ctx: RunContext, day: dt.date, train_streams: int = 20) -> dict:
     (skip-till-any-match would skip it anyway), a held one (`hold_last`) is. A day of
     silence has no matches and learns nothing: it saves no history, so the next day
     starts from the one before.
+
+    The day starts from the history an earlier day learned, which a rerun of that day
+    may replace meanwhile (docs/pipeline.md §11); as `group_exact` does for states, the
+    day looks again once its commits are in and matches again from the new history if
+    it changed. Runs of the same day and entries take turns (one lock over the three
+    tables' slices, from the history read to the last commit).
     Returns the counts, whether any row changed, and whether the day was silent."""
+    names = [e.name for e in ctx.approximate]
+    changed = False
+    with slice_lock(ctx.lake, APPROX_TABLES, day, {"pattern": names}):
+        for _ in range(RESUME_ATTEMPTS):
+            resumed = resumed_history(ctx.lake, ctx.approximate, day)
+            found = _match_day(ctx, day, train_streams)
+            changed |= found["changed"]
+            if found["silent"] or resumed_history(ctx.lake, ctx.approximate, day) == resumed:
+                return {**found, "changed": changed}
+            ctx.echo(f"{day}: the approximate histories it resumed from were replaced while "
+                     "it ran (a rerun of an earlier day): matching it again from the new ones")
+    raise ProbcepError(f"{day}: the approximate histories it resumes from were replaced "
+                       f"{RESUME_ATTEMPTS} times while it ran (by a rerun of an earlier "
+                       "day): run it again once the rerun is done")
+
+
+def resumed_history(lake_root, entries: list[RegisteredApprox], day: dt.date) -> frozenset:
+    """Per entry version, the day before `day` whose history it starts from (the
+    latest saved) and the run that saved it: what a rerun of that day changes."""
+    rows = APPROX_HISTORY.read(lake_root, [("pattern", "in", [e.name for e in entries]),
+                                           ("batch_date", "<", day)], columns=list(RUN_KEYS))
+    return latest_runs([rows], entries)
+
+
+def _match_day(ctx: RunContext, day: dt.date, train_streams: int) -> dict:
+    """One pass of `approx_day`: match, learn and commit."""
     lake_root, entries, run_id = ctx.lake, ctx.approximate, ctx.run_id
     domain = tuple(ctx.domain)
     files = ctx.source.files(day)

@@ -268,15 +268,24 @@ def resumed_from(lake, patterns: list[RegisteredPattern], day: dt.date,
     rerun of that day changes. Only the files reaching those days are read."""
     import pyarrow.parquet as pq
 
-    wanted = {(p.name, p.version) for p in patterns}
     days = [("batch_date", ">=", since), ("batch_date", "<", day)]
+    return latest_runs(STATES.scan(lake, days, (pc.field("stream_id") == PROCESSED)
+                                   & pq.filters_to_expression(days),
+                                   [*RUN_KEYS, "stream_id"]),
+                       patterns)
+
+
+#: The columns that say which run wrote a pattern version's day.
+RUN_KEYS = ("pattern", "pattern_version", "batch_date", "run_id")
+
+
+def latest_runs(parts, patterns) -> frozenset:
+    """Per version of `patterns`, its latest day in the tables `parts` (columns
+    RUN_KEYS) and the run that wrote it, as (name, version, day, run_id)."""
+    wanted = {(p.name, p.version) for p in patterns}
     latest: dict[tuple[str, str], tuple[dt.date, str]] = {}
-    for part in STATES.scan(lake, days, (pc.field("stream_id") == PROCESSED)
-                            & pq.filters_to_expression(days),
-                            ["pattern", "pattern_version", "stream_id", "batch_date",
-                             "run_id"]):
-        for name, version, when, run in zip(*(part.column(c).to_pylist() for c in (
-                "pattern", "pattern_version", "batch_date", "run_id"))):
+    for part in parts:
+        for name, version, when, run in zip(*(part.column(c).to_pylist() for c in RUN_KEYS)):
             key = (name, version)
             if key in wanted and (key not in latest or when > latest[key][0]):
                 latest[key] = (when, run)

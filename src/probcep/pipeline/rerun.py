@@ -178,17 +178,25 @@ def _rerun_approx(ctx: RunContext, fixed: list[dt.date], regrouped: list[dt.date
     """Approximate entries walk as exact patterns do: each day starts from the history
     the day before it learned, so a fixed day (or a new version) reaches every later day
     the entries matched, up to the first one after the fixed range whose rows and history
-    come out as stored (a silent day learns nothing, so it cannot end the walk)."""
-    names = [e.name for e in ctx.approximate]
-    matched = APPROX_HISTORY.read(ctx.lake, [("batch_date", ">=", fixed[0]),
-                                             ("pattern", "in", names)],
-                                  columns=["batch_date"])["batch_date"].to_pylist()
-    for day in sorted(set(fixed) | set(regrouped) | set(matched)):
+    come out as stored (a silent day learns nothing, so it cannot end the walk). The
+    days are listed again after each one, as `_rerun` does: a night may have matched a
+    later day from the history replaced here after the list was made."""
+    days = sorted(set(fixed) | set(regrouped) | set(matched_days(ctx, fixed[0])))
+    while days:
+        day = days.pop(0)
         found = approx_day(ctx, day)
         ctx.echo(f"{day}: approximate entries recomputed, {found['matches']} match classes, "
                  f"rows {'replaced' if found['changed'] else 'unchanged'}")
         if stop_early and day > last and not found["changed"] and not found["silent"]:
             break
+        days = sorted(set(days) | set(matched_days(ctx, day + dt.timedelta(days=1))))
+
+
+def matched_days(ctx: RunContext, since: dt.date) -> list[dt.date]:
+    """The days from `since` on whose history the run's approximate entries saved."""
+    return APPROX_HISTORY.read(ctx.lake, [("batch_date", ">=", since),
+                                          ("pattern", "in", [e.name for e in ctx.approximate])],
+                               columns=["batch_date"])["batch_date"].to_pylist()
 
 
 def correlation_days(ctx: RunContext, regrouped: list[dt.date], last: dt.date) -> list[dt.date]:
