@@ -486,7 +486,7 @@ probcep.errors.InputError: stream continues at t=100, block starts at t=101
 The above exception was the direct cause of the following exception:
 
 Traceback (most recent call last):
-  File "probcep/pipeline/group_tasks.py", line 110, in _advance
+  File "probcep/pipeline/group_tasks.py", line 110, in advance_matcher
     raise InputError(f"stream {sid!r}: {exc}") from exc
 probcep.errors.InputError: stream 'person-0': stream continues at t=100, block starts at t=101
 """

@@ -83,7 +83,7 @@ def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredP
             blob = saved.get((sid, entry.name, entry.version))
             matcher = (StreamMatcher(entry.query, shared[j]) if blob is None
                        else StreamMatcher.from_bytes(entry.query, blob, shared[j]))
-            parts = _advance(matcher, runs, silence, until, sid, entry.name)
+            parts = advance_matcher(matcher, runs, silence, until, sid, entry.name)
             if final:
                 parts.append(matcher.finish_columns())
             elif matcher.next_t is not None and (keep_quiet or not (
@@ -91,12 +91,12 @@ def group_streams(streams: Streams, states: pa.Table, patterns: list[RegisteredP
                 kept.append((i, j, matcher.next_t, matcher.to_bytes()))
             found += parts
             owner += [(i, j, len(p)) for p in parts]
-    return pa.concat_tables([_group_rows(found, owner, ids, patterns),
-                             _state_rows(kept, ids, patterns)])
+    return pa.concat_tables([group_output(found, owner, ids, patterns),
+                             state_output(kept, ids, patterns)])
 
 
-def _advance(matcher: StreamMatcher, runs, silence, until, sid: str,
-             pattern: str) -> list[GroupColumns]:
+def advance_matcher(matcher: StreamMatcher, runs, silence, until, sid: str,
+                    pattern: str) -> list[GroupColumns]:
     """One stream's runs through one matcher, with the silences between them and after
     the last up to `until`; the groups that became final. An error names the stream (and
     a query outgrowing its runs the pattern: the registry entry to change)."""
@@ -130,7 +130,9 @@ def _labels(kind: int, ids: list[str], patterns, stream: np.ndarray,
             "stream_id": label(stream, ids)}
 
 
-def _group_rows(found: list[GroupColumns], owner, ids, patterns) -> pa.Table:
+def group_output(found: list[GroupColumns], owner, ids, patterns) -> pa.Table:
+    """Output rows of the groups in `found`; `owner`: (stream index into `ids`, pattern
+    index, groups) per part of `found`."""
     if not found:
         return OUTPUT.empty_table()
     g = GroupColumns.concat(found)
@@ -147,7 +149,9 @@ def _group_rows(found: list[GroupColumns], owner, ids, patterns) -> pa.Table:
     }, schema=OUTPUT)
 
 
-def _state_rows(kept, ids, patterns) -> pa.Table:
+def state_output(kept, ids, patterns) -> pa.Table:
+    """Output rows of saved states; `kept`: (stream index into `ids`, pattern index,
+    next_t, state) per state."""
     n = len(kept)
     if not n:
         return OUTPUT.empty_table()

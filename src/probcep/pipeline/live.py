@@ -89,7 +89,7 @@ from probcep.lake.tables import (
 from probcep.pipeline.context import RunContext
 from probcep.pipeline.correlate_day import alert_rows, correlate_groups, groups_by_stream
 from probcep.pipeline.group_day import processed_days, saved_states, split_output
-from probcep.pipeline.group_tasks import _advance, _group_rows, _state_rows
+from probcep.pipeline.group_tasks import advance_matcher, group_output, state_output
 from probcep.pipeline.ingest import (
     bronze_locks,
     checked_batch,
@@ -469,8 +469,8 @@ class LiveQuery:
                     key = (p.name, p.version, sid)
                     matcher = states.matcher(key)
                     # only parts with groups: an empty one per stream would hold ~1 KiB
-                    parts = [g for g in _advance(matcher, runs, silence, until, sid, p.name)
-                             if len(g)]
+                    parts = [g for g in advance_matcher(matcher, runs, silence, until, sid,
+                                                        p.name) if len(g)]
                     found += parts
                     owner += [(i, j, len(part)) for part in parts]
                     if matcher.next_t is None:
@@ -483,9 +483,9 @@ class LiveQuery:
                         kept.append((i, j, matcher.next_t, matcher.to_bytes()))
                     states.keep(key, matcher, quiet)
             if kept:
-                save(_state_rows(kept, ids, patterns))
+                save(state_output(kept, ids, patterns))
                 kept = []
-        return _group_rows(found, owner, ids, patterns)
+        return group_output(found, owner, ids, patterns)
 
     def correlate(self, final: pa.Table, spans: dict[dt.date, tuple[int, int]],
                   run_id: str) -> tuple[pa.Table, pa.Table]:
