@@ -109,15 +109,29 @@ log = logging.getLogger("probcep.live")
 LISTING = ("path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY")
 
 
-#: A micro-batch's phases, as its line prints their seconds: reading and checking the
-#: files (ingest's checks), bronze's commit, silver, the engine, gold's rows and
-#: commits, correlations, the states (seeding the cache, writing `state/live`).
 #: The logger of Spark's micro-batch loop (Spark 4; `...streaming.MicroBatchExecution`
 #: before).
 QUERY_LOGGER = "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution"
 #: How often the waiting main thread looks for a stop signal.
 STOP_POLL_SECONDS = 1
+#: A micro-batch's phases, as its line prints their seconds: reading and checking the
+#: files (ingest's checks), bronze's commit, silver, the engine, gold's rows and
+#: commits, correlations, the states (seeding the cache, writing `state/live`).
 PHASES = ("read", "bronze", "silver", "engine", "gold", "correlate", "state")
+
+
+class PhaseTimer:
+    """Seconds per phase of a micro-batch: each lap adds the time since the last one to
+    its phase, which may come back (the engine's, once per day piece)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last
+        self._last = now
 
 
 @dataclass(frozen=True)
@@ -312,8 +326,45 @@ class LiveQuery:
         if committed(LIVE_STATE, lake, app, batch_id):
             log.info("batch %d: written before a restart, nothing to do", batch_id)
             return None
-        meta = {"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label,
-                "gaps": s.gap_label}
+        # what every commit carries: commit_once's metadata, app_id and version
+        tx = ({"run_id": run_id, "batch_id": batch_id, "clock": ctx.clock.label,
+               "gaps": s.gap_label}, app, batch_id)
+        data = self._day_entries(listed, batch_id)
+        states = self.states
+        states.begin(batch_id)
+        misses = states.cache.misses
+        complete = states.complete
+        timer = PhaseTimer()
+        data, good, bad = self._land(listed, data, tx, timer)
+        complete, late, new = self._watermark(good, complete)
+        day_end = self.day_end = DayEndStates(lake, ctx.exact, run_id, batch_id)
+        timer.lap("state")  # the first batch seeds the cache from the night's states
+        silver, groups, spans = self._advance_days(complete, new, day_end, run_id, tx, timer)
+        final, alerts = self._commit_gold(groups, day_end, tx)
+        timer.lap("gold")
+        counts = {}
+        if ctx.correlations:
+            counts = self._commit_correlations(final, spans, run_id, tx)
+            timer.lap("correlate")
+        oldest = _oldest_read(listed, data)
+        finished = dt.datetime.now(dt.UTC)
+        report = BatchReport(
+            batch_id, len(data), good.num_rows + bad.num_rows, late, bad.num_rows,
+            silver.num_rows, final.num_rows, alerts.num_rows,
+            None if new is None else s.clock.time(new),
+            None if oldest is None else (finished - _utc(oldest)).total_seconds(),
+            states.cache.misses - misses, len(states.cache), **counts)
+        self._commit_status(report, started, finished, new, run_id, tx)
+        timer.lap("state")
+        report.phases.update(timer.seconds)
+        report = dataclasses.replace(report, peak_mib=_peak_mib())
+        return report
+
+    def _day_entries(self, listed: list[tuple[Path, dt.datetime]],
+                     batch_id: int) -> list[Path]:
+        """The listed files' entries in days' landing folders (refused as the night
+        refuses a misplaced day); files outside them are said, as no night reads them."""
+        s = self.settings
         data, outside = landing_entries(s.landing_dir, [p for p, _ in listed])
         refuse_misplaced(s, sorted({_folder_day(p) for p in data}))
         if outside:  # no night reads them either: said, not passed over unseen
@@ -321,18 +372,13 @@ class LiveQuery:
                     f"(LANDING/YYYY-MM-DD/), not read: {first_few(outside)}")
             log.info(line)  # as the batch line: a warning was printed twice on a terminal
             self.echo(line)
-        states = self.states
-        states.begin(batch_id)
-        misses = states.cache.misses
-        complete = states.complete
+        return data
 
-        phases, tick = {}, [time.perf_counter()]
-
-        def phase(name):
-            now = time.perf_counter()
-            phases[name] = phases.get(name, 0.0) + now - tick[0]
-            tick[0] = now
-
+    def _land(self, listed: list[tuple[Path, dt.datetime]], data: list[Path], tx: tuple,
+              timer: PhaseTimer) -> tuple[list[Path], pa.Table, pa.Table]:
+        """Read the entries no night or earlier micro-batch took and commit their rows to
+        bronze and quarantine; returns (entries read, bronze rows, quarantine rows)."""
+        lake, batch_id = self.ctx.lake, tx[2]  # tx: (metadata, app id, batch id)
         # the days' bronze locks, which ingest holds until its log is written: a file a
         # night (a rerun) ingests meanwhile is seen ingested, not appended again
         with bronze_locks(lake, {_folder_day(p) for p in data}):
@@ -344,12 +390,18 @@ class LiveQuery:
                 log.info(line)
                 self.echo(line)
             good, bad = self.read(data)
-            phase("read")
-            commit_once(BRONZE, lake, good, meta, app, batch_id, partition_by=["batch_date"])
-            commit_once(QUARANTINE, lake, bad, meta, app, batch_id,
-                        partition_by=["batch_date"])
-        phase("bronze")
+            timer.lap("read")
+            commit_once(BRONZE, lake, good, *tx, partition_by=["batch_date"])
+            commit_once(QUARANTINE, lake, bad, *tx, partition_by=["batch_date"])
+        timer.lap("bronze")
+        return data, good, bad
 
+    def _watermark(self, good: pa.Table, complete: int | None
+                   ) -> tuple[int | None, int, int | None]:
+        """The complete mark moved on by the batch's readings: (the mark the batch starts
+        from, its late readings, the new mark). The first batch with readings places the
+        mark where live starts and seeds the cache from the night's states."""
+        ctx, s, lake = self.ctx, self.settings, self.ctx.lake
         clock = s.clock
         t = self.timesteps(good["ts"])
         if complete is None and len(t):  # the first batch: where live starts
@@ -361,17 +413,25 @@ class LiveQuery:
             if done is not None and start_day <= done:
                 start_day = done + dt.timedelta(days=1)
             complete = clock.day_range(start_day)[0]
-            states.seed(saved_states(lake, ctx.exact, start_day, ctx.source))
+            self.states.seed(saved_states(lake, ctx.exact, start_day, ctx.source))
         late = 0 if complete is None or not len(t) else int(np.sum(t < complete))
         new = complete
         if len(t):
             k = int(np.floor((pc.max(good["ts"]).value / 1e6 - s.allowed_lateness_seconds
                               - clock.epoch_micros / 1e6) / s.timestep_seconds))
             new = max(new, k)
+        return complete, late, new
 
+    def _advance_days(self, complete: int | None, new: int | None, day_end: DayEndStates,
+                      run_id: str, tx: tuple, timer: PhaseTimer
+                      ) -> tuple[pa.Table, list[pa.Table], dict[dt.date, tuple[int, int]]]:
+        """Normalize the newly complete timesteps day piece by day piece and run the
+        engine over them; silver is committed under the days' locks. Returns (silver
+        rows, each piece's final groups, each day's timesteps completed); a day a night or
+        rerun took is advanced through but not written."""
+        ctx, s, lake = self.ctx, self.settings, self.ctx.lake
+        clock, batch_id = s.clock, tx[2]  # tx: (metadata, app id, batch id)
         silver, groups, spans = [], [], {}
-        day_end = self.day_end = DayEndStates(lake, ctx.exact, run_id, batch_id)
-        phase("state")  # the first batch seeds the cache from the night's states
         pieces = list(_day_pieces(clock, complete, new)) \
             if complete is not None and new > complete else []
         # the pieces' silver locks, which normalize holds until its log is written:
@@ -393,7 +453,7 @@ class LiveQuery:
                 self.echo(line)
             for day, lo, hi in pieces:
                 rows = self.silver(day, lo, hi)
-                phase("silver")
+                timer.lap("silver")
                 ends = hi == clock.day_range(day)[1]
                 # a taken day's end: the night saves its states; live drops the quiet
                 # ones all the same, as the night does (the next day starts the same)
@@ -402,51 +462,52 @@ class LiveQuery:
                 out = self.advance(rows, hi, save)
                 if ends and day not in taken:
                     day_end.end(day)
-                phase("engine")
+                timer.lap("engine")
                 if day in taken:  # the engine went on through it, for the days after
                     continue
                 silver.append(rows)
                 groups.append(split_output(out, day, run_id, clock, ctx.exact)[0])
                 spans[day] = (lo, hi - 1)
-                phase("gold")
+                timer.lap("gold")
             silver_rows = pa.concat_tables(silver) if silver else \
                 silver_schema(s.silver_domain).empty_table()
-            commit_once(SILVER, lake, silver_rows, meta, app, batch_id, partition_by=["date"])
+            commit_once(SILVER, lake, silver_rows, *tx, partition_by=["date"])
+        return silver_rows, groups, spans
+
+    def _commit_gold(self, groups: list[pa.Table], day_end: DayEndStates,
+                     tx: tuple) -> tuple[pa.Table, pa.Table]:
+        """Commit the groups that became final, their alerts and the ended days' engine
+        states; returns (groups, alerts)."""
+        ctx = self.ctx
         final = pa.concat_tables(groups) if groups else GROUPS.schema.empty_table()
         alerts = alerts_of(final, ctx.exact)
-        commit_once(GROUPS, lake, final, meta, app, batch_id)
-        commit_once(ALERTS, lake, alerts, meta, app, batch_id)
-        day_end.commit(meta, app, batch_id)
-        phase("gold")
-        counts = {}
-        if ctx.correlations:
-            correlated, correlation_alerts = self.correlate(final, spans, run_id)
-            commit_once(CORRELATIONS, lake, correlated, meta, app, batch_id)
-            commit_once(CORRELATION_ALERTS, lake, correlation_alerts, meta, app, batch_id)
-            counts = {"correlations": correlated.num_rows,
-                      "correlation_alerts": correlation_alerts.num_rows}
-            phase("correlate")
-        read = {os.path.abspath(p) for p in data}  # latency of what was read, not of
-        # files passed over (outside a day's folder, ingested by their night)
-        oldest = min((m for p, m in listed if os.path.abspath(p) in read
-                      or os.path.abspath(p.parent) in read), default=None)
-        finished = dt.datetime.now(dt.UTC)
-        report = BatchReport(
-            batch_id, len(data), good.num_rows + bad.num_rows, late, bad.num_rows,
-            silver_rows.num_rows, final.num_rows, alerts.num_rows,
-            None if new is None else clock.time(new),
-            None if oldest is None else (finished - _utc(oldest)).total_seconds(),
-            states.cache.misses - misses, len(states.cache), **counts)
-        commit_once(LIVE_STATUS, lake, _status_row(report, started, finished, run_id),
-                    meta, app, batch_id)
+        commit_once(GROUPS, ctx.lake, final, *tx)
+        commit_once(ALERTS, ctx.lake, alerts, *tx)
+        day_end.commit(*tx)
+        return final, alerts
+
+    def _commit_correlations(self, final: pa.Table, spans: dict[dt.date, tuple[int, int]],
+                             run_id: str, tx: tuple) -> dict[str, int]:
+        """Commit the registered correlations over the final groups and their alerts;
+        returns their counts, as `BatchReport` takes them."""
+        lake = self.ctx.lake
+        correlated, correlation_alerts = self.correlate(final, spans, run_id)
+        commit_once(CORRELATIONS, lake, correlated, *tx)
+        commit_once(CORRELATION_ALERTS, lake, correlation_alerts, *tx)
+        return {"correlations": correlated.num_rows,
+                "correlation_alerts": correlation_alerts.num_rows}
+
+    def _commit_status(self, report: BatchReport, started: dt.datetime,
+                       finished: dt.datetime, new: int | None, run_id: str,
+                       tx: tuple) -> None:
+        """Record the batch in `state/live_status`, then commit `state/live`: last, as a
+        retried batch starts from it."""
+        lake, states = self.ctx.lake, self.states
+        commit_once(LIVE_STATUS, lake, _status_row(report, started, finished, run_id), *tx)
         files, replaced = states.written(new)
-        commit_once(LIVE_STATE, lake, files, meta, app, batch_id, mode="overwrite",
+        commit_once(LIVE_STATE, lake, files, *tx, mode="overwrite",
                     partition_by=["bucket"], partition_filters=replaced)
         states.committed(new)
-        phase("state")
-        report.phases.update(phases)
-        report = dataclasses.replace(report, peak_mib=_peak_mib())
-        return report
 
     def advance(self, rows: pa.Table, until: int,
                 save: Callable[[pa.Table], None] | None = None) -> pa.Table:
@@ -599,6 +660,15 @@ def _day_pieces(clock, lo: int, hi: int):
         stop = min(hi, clock.day_range(day)[1])
         yield day, lo, stop
         lo = stop
+
+
+def _oldest_read(listed: list[tuple[Path, dt.datetime]],
+                 data: list[Path]) -> dt.datetime | None:
+    """The earliest change time of the listed files read: the latency is of what was read,
+    not of files passed over (outside a day's folder, ingested by their night)."""
+    read = {os.path.abspath(p) for p in data}
+    return min((m for p, m in listed if os.path.abspath(p) in read
+                or os.path.abspath(p.parent) in read), default=None)
 
 
 def _peak_mib() -> float:
