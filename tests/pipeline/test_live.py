@@ -509,7 +509,11 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     outside = [line for line in said if "not in a day's landing folder" in line]
     assert len(outside) == 1 and "3 file(s)" in outside[0] and "stray.csv" in outside[0]
     shutil.copy(files[1], day / "sub" / "inner2.csv")  # lists the sub-folder again
+    assert not [line for line in said if "over max_quarantine_fraction" in line]
+    plain.assign(symbol="Kitchen").to_csv(day / "kitchen.csv", index=False)  # all refused
     LiveQuery(ctx, echo=said.append).run(once=True)
+    warned = [line for line in said if "over max_quarantine_fraction 0.5" in line]
+    assert len(warned) == 1 and f"{day / 'kitchen.csv'}: {len(plain)})" in warned[0]
     quarantined = QUARANTINE.read(lake).to_pandas()
     for name in ("sub", "pipe.csv", "dangling.csv", "hollow"):  # once each
         assert (quarantined["source_file"].map(lambda f: Path(f).name) == name).sum() == 1
