@@ -509,14 +509,23 @@ def test_live_reads_and_quarantines_a_days_entries_as_ingest_does(spark, tmp_pat
     outside = [line for line in said if "not in a day's landing folder" in line]
     assert len(outside) == 1 and "3 file(s)" in outside[0] and "stray.csv" in outside[0]
     shutil.copy(files[1], day / "sub" / "inner2.csv")  # lists the sub-folder again
-    assert not [line for line in said if "over max_quarantine_fraction" in line]
-    plain.assign(symbol="Kitchen").to_csv(day / "kitchen.csv", index=False)  # all refused
+    # a batch of bad rows alone, a small share of its day's: the night takes the day
+    plain.head(3).assign(symbol="Kitchen").to_csv(day / "few.csv", index=False)
     LiveQuery(ctx, echo=said.append).run(once=True)
-    warned = [line for line in said if "over max_quarantine_fraction 0.5" in line]
-    assert len(warned) == 1 and f"{day / 'kitchen.csv'}: {len(plain)})" in warned[0]
+    assert not [line for line in said if "max_quarantine_fraction" in line]
     quarantined = QUARANTINE.read(lake).to_pandas()
     for name in ("sub", "pipe.csv", "dangling.csv", "hollow"):  # once each
         assert (quarantined["source_file"].map(lambda f: Path(f).name) == name).sum() == 1
+    # bad rows that make the day's share more than the night takes (0.5 here)
+    bad = pd.concat([plain] * 8).assign(symbol="Kitchen")
+    bad.to_csv(day / "kitchen.csv", index=False)
+    LiveQuery(ctx, echo=said.append).run(once=True)
+    warned = [line for line in said if "over max_quarantine_fraction 0.5" in line]
+    held, kept = (len(t.read(lake, [("batch_date", "=", DAYS[0])])) for t in (QUARANTINE,
+                                                                              BRONZE))
+    assert len(warned) == 1 and f": warning: {DAYS[0]}: {held} of its {held + kept} rows so " \
+        "far quarantined" in warned[0]
+    assert f"{day / 'kitchen.csv'}: {len(bad)})" in warned[0]
     (day / os.fsdecode(b"caf\xe9.csv")).write_bytes(files[2].read_bytes())
     with pytest.raises(IngestError, match=r"caf\\xe9.csv' is not UTF-8"):
         LiveQuery(ctx, echo=said.append).run(once=True)

@@ -98,6 +98,18 @@ class Table:
         """The current Delta version (None when the table does not exist yet)."""
         return self.opened(lake).version() if self.exists(lake) else None
 
+    def rows_per_day(self, lake) -> dict[dt.date, int]:
+        """Rows per day of a table partitioned by its day column, from the log's add
+        actions (their `numRecords`): no data file is read. Empty without a table."""
+        if not self.exists(lake):
+            return {}
+        added = pa.table(self.opened(lake).get_add_actions(flatten=True))
+        out: dict[dt.date, int] = {}
+        for day, n in zip(added[f"partition.{self.day_column}"].to_pylist(),
+                          added["num_records"].to_pylist()):
+            out[day] = out.get(day, 0) + (n or 0)
+        return out
+
     def data_version(self, lake) -> int | None:
         """The newest version whose commit changed the rows: the current one, less the
         commits a vacuum adds after it (its start and end change no row), so that what

@@ -391,28 +391,37 @@ class LiveQuery:
                 self.echo(line)
             good, bad = self.read(data)
             timer.lap("read")
-            self._warn_quarantined(batch_id, good, bad)
             commit_once(BRONZE, lake, good, *tx, partition_by=["batch_date"])
             commit_once(QUARANTINE, lake, bad, *tx, partition_by=["batch_date"])
+            self._warn_quarantined(batch_id, bad)  # under the locks: the day's rows so far
         timer.lap("bronze")
         return data, good, bad
 
-    def _warn_quarantined(self, batch_id: int, good: pa.Table, bad: pa.Table) -> None:
-        """Say at once when a micro-batch quarantines more than `max_quarantine_fraction`
-        of its rows: live mode commits them and goes on (one bad file should not stop the
-        service), where the night refuses a day over that share (QA, 2026-11-28: the
-        batch line alone said it, and the night then refused the day live had grouped)."""
-        limit, total = self.settings.max_quarantine_fraction, good.num_rows + bad.num_rows
-        if not total or bad.num_rows / total <= limit:
+    def _warn_quarantined(self, batch_id: int, bad: pa.Table) -> None:
+        """Say at once when a day's landing files, as far as bronze and quarantine hold
+        them, quarantine more than `max_quarantine_fraction` of their rows: live mode
+        commits such rows and goes on (one bad file should not stop the service), where
+        the night refuses a day over that share (QA, 2026-11-28: the batch line alone said
+        it, and the night then refused the day live had grouped)."""
+        if not bad.num_rows:
             return
-        counts = pc.value_counts(bad["source_file"]).to_pylist()
-        worst = max(counts, key=lambda c: (c["counts"], c["values"] or ""))
-        line = (f"batch {batch_id}: warning: {bad.num_rows} of {total} rows quarantined "
-                f"({bad.num_rows / total:.3f}, over max_quarantine_fraction {limit}; most from "
-                f"{worst['values']}: {worst['counts']}): committed to quarantine, and the "
-                "night of their day refuses it while its files quarantine over that share")
-        log.info(line)
-        self.echo(line)
+        limit, lake = self.settings.max_quarantine_fraction, self.ctx.lake
+        held, kept = QUARANTINE.rows_per_day(lake), BRONZE.rows_per_day(lake)
+        for day in sorted(set(bad["batch_date"].to_pylist())):
+            quarantined = held.get(day, 0)
+            total = quarantined + kept.get(day, 0)
+            if not total or quarantined / total <= limit:
+                continue
+            mine = bad.filter(pc.equal(bad["batch_date"], pa.scalar(day, pa.date32())))
+            counts = pc.value_counts(mine["source_file"]).to_pylist()
+            worst = max(counts, key=lambda c: (c["counts"], str(c["values"])))
+            line = (f"batch {batch_id}: warning: {day}: {quarantined} of its {total} rows "
+                    f"so far quarantined ({quarantined / total:.3f}, over "
+                    f"max_quarantine_fraction {limit}; this batch's most from "
+                    f"{worst['values']}: {worst['counts']}): the night of {day} refuses "
+                    "the day while its files quarantine over that share")
+            log.info(line)  # as the batch line: a warning was printed twice on a terminal
+            self.echo(line)
 
     def _watermark(self, good: pa.Table, complete: int | None
                    ) -> tuple[int | None, int, int | None]:
