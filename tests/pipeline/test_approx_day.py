@@ -212,15 +212,17 @@ def test_a_day_made_silent_by_a_fix_keeps_no_history(spark, tmp_path):
 
 
 def first_history_read_meanwhile(monkeypatch, action) -> list:
-    """`approx_day.load_history` with `action` run at its first call (another process's
-    step landing while this one matches); the calls, counted."""
+    """`approx_day.load_history` with `action` run right after its first read (another
+    process's step landing once this one has read the history it starts from); the
+    calls, counted."""
     real, calls = approx.load_history, []
 
     def patched(*args, **kwargs):
         calls.append(1)
+        history = real(*args, **kwargs)
         if len(calls) == 1:
             action()
-        return real(*args, **kwargs)
+        return history
 
     monkeypatch.setattr(approx, "load_history", patched)
     return calls
