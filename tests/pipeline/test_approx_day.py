@@ -228,29 +228,32 @@ def first_history_read_meanwhile(monkeypatch, action) -> list:
     return calls
 
 
-def two_days_and_a_fix(tmp_path):
-    """A budgeted entry (its matches follow the history), two days of silver, day 0
-    fixed, and a lake made by nights after the fix: what a race must end as."""
+@pytest.fixture(scope="module")
+def fixed_days(spark, tmp_path_factory):
+    """A budgeted entry (its matches follow the history), two days of silver before and
+    after a fix of day 0, and a lake made by nights after the fix: what a race must end
+    as (built once for the module's race tests)."""
+    tmp = tmp_path_factory.mktemp("approx-race")
     entry = parse_entry("visit_k1", {"pattern": "Door Room Door", "max_errors": 1,
                                      "window": 6, "budget": 1.0}, DOMAIN)
     days = [dt.date(2026, 3, 1) + dt.timedelta(k) for k in range(2)]
     before = dict(zip(days, (silver_day(k) for k in range(2))))
     after = {**before, days[0]: silver_day(7).assign(t=lambda f: f.t - 7 * 200)}
-    sources = [FrameSilver(frames.__getitem__, tmp_path / name)
+    sources = [FrameSilver(frames.__getitem__, tmp / name)
                for frames, name in ((before, "before"), (after, "after"))]
     for day in days:
-        approx.approx_day(context(tmp_path / "fresh", sources[1], f"night-{day}", [entry]), day)
-        approx.approx_day(context(tmp_path / "stale", sources[0], f"night-{day}", [entry]), day)
-    assert approx_rows(tmp_path / "fresh") != approx_rows(tmp_path / "stale")
-    return entry, days, sources
+        approx.approx_day(context(tmp / "fresh", sources[1], f"night-{day}", [entry]), day)
+        approx.approx_day(context(tmp / "stale", sources[0], f"night-{day}", [entry]), day)
+    assert approx_rows(tmp / "fresh") != approx_rows(tmp / "stale")
+    return entry, days, sources, approx_rows(tmp / "fresh")
 
 
 def test_a_night_whose_earlier_history_a_rerun_replaces_meanwhile_matches_again(
-        spark, tmp_path, monkeypatch):
+        fixed_days, tmp_path, monkeypatch):
     """The night of day 1 read day 0's history, then a rerun of day 0 replaced it before
     the night committed: its matches and history followed from a history no longer in
     the lake (review, 2026-11-28). It now looks again and matches again."""
-    entry, days, (before, after) = two_days_and_a_fix(tmp_path)
+    entry, days, (before, after), fresh = fixed_days
     lake = tmp_path / "raced"
     approx.approx_day(context(lake, before, "night-0", [entry]), days[0])
     calls = first_history_read_meanwhile(monkeypatch, lambda: approx.approx_day(
@@ -262,17 +265,17 @@ def test_a_night_whose_earlier_history_a_rerun_replaces_meanwhile_matches_again(
     assert said == [f"{days[1]}: the approximate histories it resumed from were replaced "
                     "while it ran (a rerun of an earlier day): matching it again from the "
                     "new ones"]
-    assert approx_rows(lake) == approx_rows(tmp_path / "fresh")
+    assert approx_rows(lake) == fresh
 
 
 def test_a_rerun_walks_a_day_a_night_matched_from_the_history_it_replaced(
-        spark, tmp_path, monkeypatch):
+        fixed_days, tmp_path, monkeypatch):
     """The other order: the night of day 1 commits from day 0's old history while the
     rerun of day 0 runs, after the rerun listed its days; the rerun then finds day 1
     matched and walks it (it listed its days once: review, 2026-11-28)."""
     from probcep.pipeline.rerun import rerun_days
 
-    entry, days, (before, after) = two_days_and_a_fix(tmp_path)
+    entry, days, (before, after), fresh = fixed_days
     lake = tmp_path / "raced"
     approx.approx_day(context(lake, before, "night-0", [entry]), days[0])
     first_history_read_meanwhile(monkeypatch, lambda: approx.approx_day(
@@ -282,4 +285,4 @@ def test_a_rerun_walks_a_day_a_night_matched_from_the_history_it_replaced(
     rerun_days(rerun, days[0], days[0])
     assert [line.split(":")[0] for line in said if "approximate" in line] == [
         str(days[0]), str(days[1])]
-    assert approx_rows(lake) == approx_rows(tmp_path / "fresh")
+    assert approx_rows(lake) == fresh
