@@ -225,9 +225,9 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
         for _ in range(RESUME_ATTEMPTS):
             resumed, prev = None, states
             if states is None:
-                last = latest_processed(ctx.lake, patterns, day)
-                since = min(last.values(), default=dt.date.min)
-                resumed = resumed_from(ctx.lake, patterns, day, since)
+                resumed = resumed_from(ctx.lake, patterns, day)  # one scan: days and runs
+                last = {(name, version): when for name, version, when, _ in resumed}
+                since = min(last.values(), default=None)
                 prev = previous_states(ctx, day, last)
             with staging_folder(GROUPS.path(ctx.lake)) as staging:
                 silence, files = ctx.source.silence(), ctx.source.files(day)
@@ -262,13 +262,13 @@ RESUME_ATTEMPTS = 3
 
 
 def resumed_from(lake, patterns: list[RegisteredPattern], day: dt.date,
-                 since: dt.date) -> frozenset:
-    """Per pattern version, its latest processed day in [since, day) with the run that
-    wrote it: what a night of `day` resumes from (since: the earliest such day), which a
-    rerun of that day changes. Only the files reaching those days are read."""
+                 since: dt.date | None = None) -> frozenset:
+    """Per pattern version, its latest processed day before `day` (and from `since`, if
+    given) with the run that wrote it: what a night of `day` resumes from, which a rerun
+    of that day changes. Only the files reaching those days are read."""
     import pyarrow.parquet as pq
 
-    days = [("batch_date", ">=", since), ("batch_date", "<", day)]
+    days = [("batch_date", "<", day)] + ([] if since is None else [("batch_date", ">=", since)])
     return latest_runs(STATES.scan(lake, days, (pc.field("stream_id") == PROCESSED)
                                    & pq.filters_to_expression(days),
                                    [*RUN_KEYS, "stream_id"]),
