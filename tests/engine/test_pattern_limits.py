@@ -23,6 +23,7 @@ from probcep.engine.automaton import (
     Dfa,
 )
 from probcep.engine.pattern import (
+    ECHO_AROUND,
     MAX_NESTING,
     MAX_PATTERN_LENGTH,
     MAX_POSITIONS,
@@ -163,6 +164,9 @@ def test_long_alternations():
 def test_huge_texts_and_counts_are_refused():
     err = assert_refused("a " * MAX_PATTERN_LENGTH, "MAX_PATTERN_LENGTH")
     assert len(str(err)) < 400  # the message quotes the start of the pattern only
+    # as every pattern error, ECHO_AROUND characters of it (README: "60 characters of it
+    # either side"; it showed 40)
+    assert str(err).splitlines()[1] == "  " + ("a " * ECHO_AROUND)[:ECHO_AROUND] + " …"
     assert_refused("a{" + "9" * 5000 + "}", f"exceeds the limit of {MAX_REPEAT}")
     assert_refused("a{1," + "0" * 4000 + "201}", f"exceeds the limit of {MAX_REPEAT}")
     assert isinstance(assert_bounded("a{" + "0" * 4000 + "7}"), Dfa)

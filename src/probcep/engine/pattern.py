@@ -339,5 +339,5 @@ def parse(pattern: str):
     if len(pattern) > MAX_PATTERN_LENGTH:  # the message shows the start of the text only
         raise PatternError(
             f"pattern too long: {len(pattern):,} characters, more than the limit of "
-            f"{MAX_PATTERN_LENGTH:,} (MAX_PATTERN_LENGTH)", pattern[:40] + " …", 0)
+            f"{MAX_PATTERN_LENGTH:,} (MAX_PATTERN_LENGTH)", pattern[:ECHO_AROUND] + " …", 0)
     return _Parser(pattern).parse()
