@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -286,3 +287,27 @@ def test_a_rerun_walks_a_day_a_night_matched_from_the_history_it_replaced(
     assert [line.split(":")[0] for line in said if "approximate" in line] == [
         str(days[0]), str(days[1])]
     assert approx_rows(lake) == fresh
+
+
+def test_a_history_saved_before_2026_11_26_is_not_resumed(tmp_path):
+    """A lake's history pickled before ids carried their cost vectors cannot be mapped
+    to any automaton: the day starts from an empty one and says so, naming the rerun
+    (an upgraded lake's budgeted matches differed from a fresh lake's silently)."""
+    from probcep.errors import ProbcepWarning
+    from tests.engine.approx.test_history_keys import legacy_history_bytes
+
+    entry = parse_entry("visit_k1", {"pattern": "Door Room Door", "max_errors": 1,
+                                     "window": 12, "budget": 1.0}, DOMAIN)
+    days = [dt.date(2026, 3, 1), dt.date(2026, 3, 2)]
+    for day in days:
+        APPROX_HISTORY.replace_day(tmp_path, day, pa.table({
+            "pattern": [entry.name], "pattern_version": [entry.version],
+            "batch_date": pa.array([day], pa.date32()),
+            "history": [legacy_history_bytes(learned=True)], "run_id": ["old"],
+        }).cast(APPROX_HISTORY.schema), {}, pattern=[entry.name])
+    with pytest.warns(ProbcepWarning, match=r"visit_k1 \(version \w+\): the approximate "
+                      r"history saved on 2026-03-02 was written by probcep before "
+                      r"2026-11-26 .* so 2026-03-03 starts from an empty history.*"
+                      r"\(`probcep rerun --from 2026-03-01 --to 2026-03-03`"):
+        history = approx.load_history(tmp_path, entry, dt.date(2026, 3, 3))
+    assert not history.visits and not history.ids_lost

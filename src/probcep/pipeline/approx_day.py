@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from probcep.config.registry import RegisteredApprox
-from probcep.errors import ProbcepError
+from probcep.errors import ProbcepError, warn
 from probcep.lake.locks import slice_lock
 from probcep.lake.spark import literal
 from probcep.lake.tables import APPROX_BUNDLES, APPROX_HISTORY, APPROX_MATCHES
@@ -56,7 +56,16 @@ def load_history(lake_root, entry: RegisteredApprox, day: dt.date):
     if not rows.num_rows:
         return History(entry.window)
     latest = rows.take(pc.sort_indices(rows, [("batch_date", "descending")]))[0:1]
-    return pickle.loads(latest["history"][0].as_py())  # our own lake's bytes
+    history = pickle.loads(latest["history"][0].as_py())  # our own lake's bytes
+    if history.ids_lost:  # resumed, it would steer the budget by other vectors' values
+        saved, first = latest["batch_date"][0].as_py(), pc.min(rows["batch_date"]).as_py()
+        warn(f"{entry.name} (version {entry.version}): the approximate history saved on "
+             f"{saved} was written by probcep before 2026-11-26 and is keyed by numbers "
+             f"no automaton can map, so {day} starts from an empty history, as a new "
+             f"version does (`probcep rerun --from {first} --to {day}` learns the "
+             "entry's histories again)")
+        return History(entry.window)
+    return history
 
 
 @functools.lru_cache(maxsize=64)

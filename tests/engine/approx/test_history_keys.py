@@ -8,6 +8,8 @@ from __future__ import annotations
 import pickle
 import random
 
+import pytest
+
 from probcep.engine.approx import (
     Budget,
     ErrorAutomaton,
@@ -94,3 +96,40 @@ def test_the_same_history_pickles_to_the_same_bytes_whatever_automaton_learned_i
     again.bind(b)
     assert pickle.dumps(again) == pickle.dumps(two)
     assert one.visits and pickle.loads(pickle.dumps(one)).visits.keys() != set()
+
+
+class _PickledBefore20261126:
+    """A History as probcep pickled it before its ids' cost vectors went with it:
+    unpickled through History.__setstate__ from a state without `_basis`."""
+
+    def __init__(self, history: History):
+        self.state = {k: v for k, v in history.__getstate__().items() if k != "_basis"}
+
+    def __reduce__(self):
+        return object.__new__, (History,), self.state
+
+
+def legacy_history_bytes(learned: bool) -> bytes:
+    history = History(12)
+    if learned:
+        rng = random.Random(3)
+        run_stream(ErrorAutomaton.build(PATTERN, 1, DOMAIN), 12, _events(rng, 200),
+                   list(range(200)), policy=HistoryPolicy(history))
+    return pickle.dumps(_PickledBefore20261126(history))
+
+
+def test_a_history_pickled_without_its_ids_vectors_is_known_as_such():
+    """Keys of a pickle made before 2026-11-26 are ids of an automaton that is gone:
+    taken as keyed, they steered a budget by other vectors' values (upgrade QA)."""
+    lost = pickle.loads(legacy_history_bytes(learned=True))
+    assert lost.ids_lost and lost.visits
+    with pytest.raises(ValueError, match="cannot be mapped"):
+        lost.bind(ErrorAutomaton.build(PATTERN, 1, DOMAIN))
+    empty = pickle.loads(legacy_history_bytes(learned=False))
+    assert not empty.ids_lost  # it learned nothing: nothing to map
+    empty.bind(ErrorAutomaton.build(PATTERN, 1, DOMAIN))
+    current = History(12)
+    run_stream(ErrorAutomaton.build(PATTERN, 1, DOMAIN), 12, _events(random.Random(3), 200),
+               list(range(200)), policy=HistoryPolicy(current))
+    assert not pickle.loads(pickle.dumps(current)).ids_lost
+    assert "ids_lost" not in pickle.loads(pickle.dumps(current)).__dict__

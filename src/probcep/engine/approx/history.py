@@ -75,6 +75,9 @@ class History:
         automaton of the same pattern is renumbered by the cost vectors of its ids."""
         if automaton is self._automaton:
             return
+        if self.ids_lost:
+            raise ValueError("this History was pickled before its ids' cost vectors were "
+                             "(probcep before 2026-11-26): its keys cannot be mapped")
         if self._basis is not None:
             new = [automaton.vector_id(vector) for vector in self._basis]
             self._renumber(lambda vid: new[vid])
@@ -117,10 +120,16 @@ class History:
         state["_basis"] = [basis[vid] for vid in order]  # the ids' vectors go with it
         return state
 
+    #: Pickled without its ids' vectors (probcep before 2026-11-26), after learning: its
+    #: keys are the ids of an automaton that is gone, which no automaton can map.
+    ids_lost = False
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._automaton = None
-        self.__dict__.setdefault("_basis", None)  # pickled before bases: taken as keyed
+        if "_basis" not in state:
+            self._basis = None
+            self.ids_lost = bool(self.visits)
 
     # --- match vectors ---------------------------------------------------------------
 
