@@ -1,7 +1,8 @@
 """What a run records in gold/alert_changes: an alert whose every column but the run that
-wrote it is unchanged is no change; any other difference is (QA, 2026-11-28: a rerun that
-changed only an alert's n_matches recorded nothing, so a reader of the changes kept the
-old count). Correlation alerts also leave out the silver version and read strategy."""
+wrote it is unchanged (a float within 1e-12 of itself) is no change; any other difference
+is (QA, 2026-11-28: a rerun that changed only an alert's n_matches recorded nothing, so a
+reader of the changes kept the old count). Correlation alerts also leave out the silver
+version and read strategy."""
 
 from __future__ import annotations
 
@@ -42,3 +43,20 @@ def test_a_correlation_alert_read_from_a_later_silver_is_no_change():
     assert anti_join(after, before, CORRELATION_BUT).num_rows == 0
     moved = rows(CORRELATION_ALERTS.schema, 2, archive_probability=[0.5, 0.25])
     assert anti_join(moved, before, CORRELATION_BUT)["archive_probability"].to_pylist() == [0.25]
+
+
+def test_a_probability_moved_in_its_last_bits_is_no_change():
+    """Another release's arithmetic moves the last bits of the same group's probability:
+    bit for bit, an upgrade retracted and added every alert again (QA, 2026-11-28)."""
+    p = 0.7619051561785589
+    before = rows(ALERTS.schema, 3, t_start=[1, 2, 3], probability=[p, p, p])
+    after = rows(ALERTS.schema, 3, t_start=[1, 2, 3],
+                 probability=[0.7619051561785588, p * (1 + 1e-9), p])
+    assert anti_join(after, before)["t_start"].to_pylist() == [2]
+    assert anti_join(before, after)["t_start"].to_pylist() == [2]
+    tiny = rows(ALERTS.schema, 2, t_start=[1, 2], probability=[1e-300, 0.0])
+    assert anti_join(tiny, rows(ALERTS.schema, 2, t_start=[1, 2], probability=[2e-300, 0.0])
+                     )["t_start"].to_pylist() == [1]  # relative, not absolute
+    correlation = rows(CORRELATION_ALERTS.schema, 1, archive_probability=[0.25])
+    nudged = rows(CORRELATION_ALERTS.schema, 1, archive_probability=[0.25 + 1e-16])
+    assert anti_join(nudged, correlation, CORRELATION_BUT).num_rows == 0
