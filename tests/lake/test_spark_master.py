@@ -174,3 +174,27 @@ def test_the_commands_ctrl_c_handler_outlives_the_spark_context_start(spark, mon
         assert signal.getsignal(signal.SIGINT) is ours
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+#: What PySpark raised for `PYSPARK_SUBMIT_ARGS="--driver-memory 64m pyspark-shell"`
+#: (QA, 2026-11-28; a Py4JJavaError, some 100 lines with its Java trace).
+DRIVER_MEMORY_REFUSED = """An error occurred while calling None.org.apache.spark.api.java.JavaSparkContext.
+: org.apache.spark.SparkIllegalArgumentException: [INVALID_DRIVER_MEMORY] System memory 67108864 must be at least 471859200.
+Please increase heap size using the --driver-memory option or "spark.driver.memory" in Spark configuration. SQLSTATE: F0000
+\tat org.apache.spark.memory.UnifiedMemoryManager$.getMaxMemory(UnifiedMemoryManager.scala:473)
+"""  # noqa: E501
+
+
+def test_too_little_driver_memory_is_one_line(monkeypatch):
+    from pyspark.sql import SparkSession
+
+    def refuse(self):
+        raise RuntimeError(DRIVER_MEMORY_REFUSED)
+
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", refuse)
+    with pytest.raises(ProbcepError) as raised:
+        spark_session("local[2]")
+    assert str(raised.value) == (
+        "Spark did not start: the driver's memory (64 MiB) is below Spark's minimum of "
+        "450 MiB (spark-submit's --driver-memory; run directly, "
+        "PYSPARK_SUBMIT_ARGS=\"--driver-memory 1g pyspark-shell\")")

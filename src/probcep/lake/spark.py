@@ -36,6 +36,26 @@ EXECUTOR_WAIT_SECONDS = 60.0
 #: How often a standalone application's executors are counted while it runs.
 EXECUTOR_POLL_SECONDS = 1.0
 
+#: Spark's refusal of a driver or executor heap below its minimum (about 450 MiB):
+#: `--driver-memory 64m` gave py4j's traceback of some 100 lines (QA, 2026-11-28).
+_MEMORY_REFUSED = re.compile(r"\[INVALID_(?P<who>DRIVER|EXECUTOR)_MEMORY\] \w+ memory "
+                             r"(?P<has>\d+) must be at least (?P<needs>\d+)")
+
+
+def _memory_refused(exc: BaseException) -> str | None:
+    """One line for Spark refusing to start in too small a heap, else None."""
+    found = _MEMORY_REFUSED.search(str(exc))
+    if found is None:
+        return None
+    has, needs = (int(found[k]) / 2**20 for k in ("has", "needs"))
+    if found["who"] == "DRIVER":
+        return (f"Spark did not start: the driver's memory ({has:.0f} MiB) is below "
+                f"Spark's minimum of {needs:.0f} MiB (spark-submit's --driver-memory; run "
+                f"directly, PYSPARK_SUBMIT_ARGS=\"--driver-memory 1g pyspark-shell\")")
+    return (f"Spark did not start: an executor's memory ({has:.0f} MiB) is below "
+            f"Spark's minimum of {needs:.0f} MiB (spark.executor.memory)")
+
+
 #: Spark's loggers of a task's failure, off (see `spark_session`).
 TASK_LOGGERS = ("org.apache.spark.executor.Executor",
                 "org.apache.spark.scheduler.TaskSetManager",
@@ -81,6 +101,9 @@ def spark_session(master: str | None = None, app: str = "probcep",
         for pid in _children() - before:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+        refused = _memory_refused(exc)
+        if refused is not None:
+            raise ProbcepError(refused) from None
         if master is not None and master.startswith("spark://") and any(
                 said in str(exc) for said in ("masters are unresponsive", "stopped SparkContext")):
             # a port that answers, not as a master: Spark gives up registering after a
