@@ -447,3 +447,31 @@ def test_a_night_is_not_regrouped_when_only_a_day_before_the_one_it_resumes_from
                               echo=said.append)
     group_exact(ctx, DAY0 + dt.timedelta(2))
     assert len(calls) == 2 and said == []  # the night's pass and the rerun's, no more
+
+
+#: How a full disk in a grouping task's staged file reaches the driver (QA, 2026-11-28, a
+#: tmpfs lake): the executor's traceback as text, naming no file.
+EXECUTOR_FULL = """An exception was thrown from the Python worker:
+Traceback (most recent call last):
+  File "/src/probcep/pipeline/group_tasks.py", line 183, in _stage
+    out.write_table(table, max_chunksize=BLOCK_ROWS)
+OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device
+"""
+
+
+def test_a_full_disk_in_a_grouping_task_names_the_groups_table(spark, tmp_path, monkeypatch):
+    """It named the lake root, as if nothing more were known (docs/pipeline.md §1: the
+    file the error names, else the table being written)."""
+    from probcep.errors import DiskFullError
+    from probcep.pipeline import group_day
+
+    silver = make_silver(days=1)
+
+    def full(*args, **kwargs):
+        raise RuntimeError(EXECUTOR_FULL)
+    monkeypatch.setattr(group_day, "run_grouping", full)
+    with pytest.raises(DiskFullError) as raised:
+        group_exact(context(tmp_path, daily(silver, tmp_path / "in"), "full"), DAY0)
+    assert str(raised.value).startswith(
+        f"no space left on device writing {GROUPS.path(tmp_path) / '_staging'}/")
+    assert not GROUPS.exists(tmp_path) and not STATES.exists(tmp_path)

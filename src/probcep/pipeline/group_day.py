@@ -24,6 +24,7 @@ from probcep.config.registry import RegisteredPattern
 from probcep.errors import InputError, ProbcepError, warn
 from probcep.lake.delta import staging_folder
 from probcep.lake.expectations import GOLD_SUITE, validate
+from probcep.lake.failures import writing
 from probcep.lake.tables import GROUPS, STATES
 from probcep.pipeline.context import RunContext, pattern_versions
 from probcep.pipeline.group_tasks import run_grouping
@@ -229,7 +230,9 @@ def group_exact(ctx: RunContext, day: dt.date, states: pa.Table | None = None
                 last = {(name, version): when for name, version, when, _ in resumed}
                 since = min(last.values(), default=None)
                 prev = previous_states(ctx, day, last)
-            with staging_folder(GROUPS.path(ctx.lake)) as staging:
+            # a full disk in a task's staged file reaches the driver as the text of the
+            # executor's traceback, which names no file: the staging folder names the table
+            with staging_folder(GROUPS.path(ctx.lake)) as staging, writing(staging):
                 silence, files = ctx.source.silence(), ctx.source.files(day)
                 if silence is None:
                     _continues(prev, ctx.clock, day)
