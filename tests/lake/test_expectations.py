@@ -122,3 +122,36 @@ def test_a_row_sum_over_600_symbols_is_one_flat_sum_in_order(spark):
     assert with_derived(rows, spec, symbols).toPandas()["row_sum"].tolist() == in_order
     assert rows.select(column_sum([col(s) for s in symbols]).alias("sum")).toPandas()[
         "sum"].tolist() == in_order
+
+
+class _FullDisk:
+    """A GX context whose Data Docs build meets a full disk (GX's OSError names no file)."""
+
+    def build_data_docs(self, resource_identifiers):
+        import errno
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_building_the_data_docs_names_their_folder(tmp_path, monkeypatch):
+    """A night whose tables were all committed ended `no space left on device writing
+    <lake>`, naming no more than the lake (QA, 2026-11-28, a tmpfs lake)."""
+    from probcep.errors import DiskFullError
+    from probcep.lake import expectations
+
+    monkeypatch.setattr(expectations, "gx_context", lambda docs_dir: _FullDisk())
+    with pytest.raises(DiskFullError, match=f"^no space left on device writing "
+                                            f"{re.escape(str(tmp_path / 'gx'))}$"):
+        with data_docs_once():
+            expectations._PENDING_DOCS.get()[str(tmp_path / "gx")] = ["key"]
+
+
+def test_a_failing_build_of_the_data_docs_leaves_the_runs_own_error(tmp_path, monkeypatch):
+    """The build on the way out of a failed run (a failed suite, a full disk in a commit)
+    put its own error in place of the run's."""
+    from probcep.lake import expectations
+
+    monkeypatch.setattr(expectations, "gx_context", lambda docs_dir: _FullDisk())
+    with pytest.raises(ExpectationError, match="the run's own"):
+        with data_docs_once():
+            expectations._PENDING_DOCS.get()[str(tmp_path / "gx")] = ["key"]
+            raise ExpectationError("the run's own")

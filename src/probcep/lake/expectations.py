@@ -21,12 +21,14 @@ run it is about.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.resources import files
 
 from probcep.errors import ProbcepError
+from probcep.lake.failures import writing
 
 BRONZE_SUITE = "bronze_readings"
 SILVER_SUITE = "silver_distributions"
@@ -50,9 +52,22 @@ def data_docs_once():
     token = _PENDING_DOCS.set(pending)
     try:
         yield
-    finally:
+    except BaseException:
         _PENDING_DOCS.reset(token)
-        for docs_dir, keys in pending.items():
+        # the block's own error is the one to say: a build that fails as well (the disk
+        # that stopped the block is full) must not put its line in that one's place
+        with contextlib.suppress(Exception):
+            _build(pending)
+        raise
+    _PENDING_DOCS.reset(token)
+    _build(pending)
+
+
+def _build(pending: dict) -> None:
+    """Build the pages waiting in `pending` (docs folder -> result keys); a full disk
+    names the docs folder (GX's OSError names no file)."""
+    for docs_dir, keys in pending.items():
+        with writing(docs_dir):
             gx_context(docs_dir).build_data_docs(resource_identifiers=keys)
 
 
@@ -180,7 +195,8 @@ def validate(frame, suite: str, symbols=(), docs_dir=None, *, day: str | None = 
         key = _store_again(context, result, spec["name"], run)
         pending = _PENDING_DOCS.get()
         if pending is None:
-            context.build_data_docs(resource_identifiers=[key])  # this page and the index
+            with writing(docs_dir):  # GX's OSError on a full disk names no file
+                context.build_data_docs(resource_identifiers=[key])  # page and index
         else:
             pending.setdefault(str(docs_dir), []).append(key)
     if not result.success:
