@@ -670,3 +670,24 @@ def test_nanoseconds_near_int64s_minimum_are_floored_without_overflow(spark, tmp
     report = ingest_day(context(tmp_path, "ns-min"), DAY)
     assert (report.rows, report.bronze, report.quarantined, report.late) == (2, 2, 0, 1)
     assert report.earliest_late == dt.datetime(1677, 9, 21, 0, 12, 43, 145224, tzinfo=dt.UTC)
+
+
+#: Spark's error for a landing file removed after ingest listed and opened it (QA,
+#: 2026-11-28: renamed away between the count and the staging write).
+GONE = """An error occurred while calling o781.collectToPython.
+: org.apache.spark.SparkException: [FAILED_READ_FILE.FILE_NOT_EXIST] Encountered error while reading file file://{path}. File does not exist. It is possible the underlying files have been updated.
+You can explicitly invalidate the cache in Spark by running 'REFRESH TABLE tableName' command in SQL or by recreating the Dataset/DataFrame involved. SQLSTATE: KD001
+"""  # noqa: E501
+
+
+def test_a_landing_file_gone_while_read_is_not_called_broken(tmp_path):
+    """It was quarantined as `broken or truncated file`, sending whoever looked to a
+    sound file (or to none)."""
+    from probcep.pipeline.landing import read_files, unreadable_from_error
+
+    path = tmp_path / "2026-01-01" / "readings.csv"
+    found = unreadable_from_error(RuntimeError(GONE.format(path=path)), [path])
+    assert (found.path, found.why) == (path, "gone when read")
+    # gone before it was opened: the same reason, not "not a regular file"
+    (found,) = read_files(None, {path: dt.date(2026, 1, 1)}, ["Door"])
+    assert (found.path, found.why) == (path, "gone when read")

@@ -114,10 +114,18 @@ def listing(files: list[Path]) -> str:
 
 
 def _not_regular(path: Path) -> Unreadable:
+    if not path.exists() and not path.is_symlink():
+        return _gone(path)
     kind = ("a folder" if path.is_dir() else "a link to nothing" if path.is_symlink()
-            and not path.exists() else "a FIFO, socket or device" if path.exists()
-            else "gone when read")
+            and not path.exists() else "a FIFO, socket or device")
     return Unreadable(path, "not a regular file", f"{kind}: only files are read")
+
+
+def _gone(path: Path) -> Unreadable:
+    """A file listed that was no longer there when read (removed or renamed meanwhile)."""
+    return Unreadable(path, "gone when read", "removed or renamed while ingest read the "
+                      "day's files: its records are not in bronze (land it again and "
+                      "ingest the day again)")
 
 
 def file_format(path: Path) -> tuple[str | None, str | None]:
@@ -317,6 +325,8 @@ def unreadable_from_error(error: Exception, files: list[Path]) -> Unreadable | N
     # the longest path named: `x.csv` is in an error naming `x.csv.gz` too
     for path in sorted(files, key=lambda p: len(str(p)), reverse=True):
         if str(path) in text or path.as_uri() in text:
+            if "FAILED_READ_FILE.FILE_NOT_EXIST" in text:  # not broken: gone since listed
+                return _gone(path)
             cause = [line for line in text.splitlines() if line.startswith("Caused by:")]
             detail = cause[-1].removeprefix("Caused by: ") if cause else first_line(error)[:500]
             # without a Java object's identity hash (`Scheme@21bc8b3d`), which differs
