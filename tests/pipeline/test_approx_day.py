@@ -311,3 +311,34 @@ def test_a_history_saved_before_2026_11_26_is_not_resumed(tmp_path):
                       r"\(`probcep rerun --from 2026-03-01 --to 2026-03-03`"):
         history = approx.load_history(tmp_path, entry, dt.date(2026, 3, 3))
     assert not history.visits and not history.ids_lost
+
+
+def test_a_night_reads_only_the_latest_history_before_it(tmp_path, monkeypatch):
+    """A history grows with what it learned: each night read every earlier night's, the
+    whole table (QA, 2026-11-28). Only the latest one's bytes are read now."""
+    from probcep.lake.tables import Table
+
+    entry = parse_entry("visit_k1", {"pattern": "Door Room Door", "max_errors": 1,
+                                     "window": 6, "budget": 1}, DOMAIN)
+    days = [dt.date(2026, 3, 1) + dt.timedelta(k) for k in range(3)]
+    for k, day in enumerate(days):
+        history = History(entry.window)
+        history.events = k + 1
+        APPROX_HISTORY.replace_day(tmp_path, day, pa.table({
+            "pattern": [entry.name], "pattern_version": [entry.version],
+            "batch_date": pa.array([day], pa.date32()), "history": [pickle.dumps(history)],
+            "run_id": [f"run-{day}"]}).cast(APPROX_HISTORY.schema), {"run_id": f"run-{day}"},
+            pattern=[entry.name])
+    read, histories = Table.read, []
+
+    def counted(self, *args, **kwargs):
+        rows = read(self, *args, **kwargs)
+        if self is APPROX_HISTORY and "history" in rows.schema.names:
+            histories.append(rows.num_rows)
+        return rows
+
+    monkeypatch.setattr(Table, "read", counted)
+    assert approx.load_history(tmp_path, entry, days[2] + dt.timedelta(1)).events == 3
+    assert approx.load_history(tmp_path, entry, days[2]).events == 2
+    assert approx.load_history(tmp_path, entry, days[0]).events == 0  # none before: fresh
+    assert histories == [1, 1]
