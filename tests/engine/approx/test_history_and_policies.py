@@ -38,6 +38,21 @@ def test_match_maps_follow_edges_and_forget_old_bundles():
     assert h.visits[b] == 2 and h.edges[b] == {c: 2}
 
 
+def test_a_history_keeps_the_links_of_its_latest_bundles_only():
+    """Links to bundles older than the latest `max_bundles` are in no map, now or after:
+    kept, a history learned night after night grew with every bundle it ever completed
+    (QA longevity, 2026-11-28). Dropping them changes no map."""
+    h, kept = History(window=8, max_bundles=3), History(window=8, max_bundles=3)
+    a, b = (0, 0, 0), (1, 0, 0)
+    for _ in range(20):
+        for x in (h, kept):
+            x.update(a, b, x.new_bundle())
+        h.refresh_maps()
+    assert h.links[a] == {17, 18, 19}
+    kept.refresh_maps()
+    assert h.match_map(a) == kept.match_map(a) == (1 << 17) | (1 << 18) | (1 << 19)
+
+
 def test_td_values_move_towards_targets():
     h = History(window=8, gamma=0.5)
     good, dead, parent = (1, 3, 0), (2, 3, 0), (0, 3, 0)
