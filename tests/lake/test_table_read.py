@@ -32,31 +32,3 @@ def test_a_read_takes_no_python_file_system(tmp_path, monkeypatch):
     assert LOG.read(tmp_path).sort_by("batch_date").equals(rows)
     assert LOG.read(tmp_path, [("batch_date", "=", days[1])]).equals(rows.slice(1))
     assert LOG.read(tmp_path, version=0, columns=["stream_id"]).num_rows == 2
-
-
-def test_a_read_opens_only_the_files_its_filters_may_need(tmp_path, monkeypatch):
-    """A table gains a file a night; a read made a fragment of every file before
-    filtering, so a night's reads cost O(nights) (QA longevity, 2026-11-28: about 2 ms
-    a file, 23 reads a night). Files that partition values or statistics rule out are
-    dropped first, and the rows are still filtered exactly."""
-    import deltalake
-
-    days = [dt.date(2026, 1, 1) + dt.timedelta(k) for k in range(6)]
-    for k, day in enumerate(days):  # a file a day, unpartitioned, as the gold tables
-        write_deltalake(str(LOG.path(tmp_path)), pa.table(
-            {"batch_date": [day, day], "stream_id": [f"s{k}", f"t{k}"]}, LOG.schema),
-            mode="append")
-    real, files = deltalake.DeltaTable.to_pyarrow_dataset, []
-
-    def counted(self, *args, **kwargs):
-        dataset = real(self, *args, **kwargs)
-        files.append(len(dataset.files))
-        return dataset
-
-    monkeypatch.setattr(deltalake.DeltaTable, "to_pyarrow_dataset", counted)
-    assert LOG.read(tmp_path, [("batch_date", "=", days[3])])["stream_id"].to_pylist() == \
-        ["s3", "t3"]
-    assert LOG.read(tmp_path, [("batch_date", "<", days[2]), ("stream_id", "in", ["t0", "s1"])]
-                    ).sort_by("stream_id")["stream_id"].to_pylist() == ["s1", "t0"]
-    assert LOG.read(tmp_path).num_rows == 12
-    assert files == [1, 2, 6]

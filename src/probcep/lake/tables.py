@@ -138,7 +138,6 @@ class Table:
                 raise FileNotFoundError(f"{self.path(lake)}: no Delta table here")
             return self.schema.empty_table().select(columns or self.schema.names)
         import pyarrow.fs as pafs
-        import pyarrow.parquet as pq
 
         # Arrow's own local files: through deltalake's default (a Python file system),
         # Arrow's threads free the bytes read after the result is back, taking the GIL;
@@ -146,13 +145,8 @@ class Table:
         folder = self.path(lake).absolute()
         files = pafs.SubTreeFileSystem(str(folder), pafs.LocalFileSystem())
         with damaged(folder):  # Arrow names a file of the table relative to it
-            # files whose partition values or statistics rule the filters out are dropped
-            # before Arrow makes a fragment of each: a table gains a file a night, and a
-            # night's reads had come to cost O(nights) (QA longevity, 2026-11-28)
-            dataset = self.opened(lake, version).to_pyarrow_dataset(
-                file_pruning_predicate=filters or None, filesystem=files)
-            rows = dataset.to_table(columns=columns, filter=pq.filters_to_expression(
-                filters) if filters else None)
+            rows = self.opened(lake, version).to_pyarrow_table(
+                filters=filters or None, columns=columns, filesystem=files)
         if self.schema is None or columns:
             return rows
         for f in self.schema:  # a column added since this version was written: nulls
