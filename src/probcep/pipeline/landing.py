@@ -116,8 +116,8 @@ def listing(files: list[Path]) -> str:
 def _not_regular(path: Path) -> Unreadable:
     if not path.exists() and not path.is_symlink():
         return _gone(path)
-    kind = ("a folder" if path.is_dir() else "a link to nothing" if path.is_symlink()
-            and not path.exists() else "a FIFO, socket or device")
+    kind = ("a folder" if path.is_dir() else "a link to nothing" if not path.exists()
+            else "a FIFO, socket or device")
     return Unreadable(path, "not a regular file", f"{kind}: only files are read")
 
 
